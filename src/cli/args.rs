@@ -1,0 +1,136 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use spillway::{ByteSize, PolicyConfig};
+
+/// Bounded, line-aware previews of large tool output, with the full output
+/// kept once in a private content-addressed store.
+#[derive(Parser, Debug)]
+#[command(name = "spillway", version, about, long_about = None)]
+pub struct Cli {
+    /// The store directory. Default: $SPILLWAY_STORE, else the user's cache
+    /// directory ($XDG_CACHE_HOME/spillway or ~/.cache/spillway).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Apply the policy to a file or stdin; print the model-facing text.
+    #[command(after_help = "Examples:\n  \
+        cargo build 2>&1 | spillway apply\n  \
+        spillway apply --max-inline-bytes 16KiB --json build.log\n  \
+        spillway apply --max-inline-lines 200 --compress none < test-output.txt")]
+    Apply(ApplyArgs),
+    /// Write a stored object (or a part of it) to stdout, byte-exact.
+    #[command(after_help = "Examples:\n  \
+        spillway show blake3:3f2a…  (the id a notice printed)\n  \
+        spillway show 3f2a9c01 --lines 120:480\n  \
+        spillway show 3f2a9c01 --bytes 0:4096 > head.bin")]
+    Show(ShowArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ApplyArgs {
+    /// The input file; stdin when absent or `-`.
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Print one JSON object (the outcome) instead of the text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// The object's id, or a unique prefix of at least 8 hex digits.
+    pub id: String,
+    /// Only lines A to B (1-based, inclusive; `A:` or `:B` leave an end open).
+    #[arg(long, value_name = "A:B", conflicts_with = "bytes")]
+    pub lines: Option<String>,
+    /// Only bytes A to B (0-based, half-open; `A:` or `:B` leave an end open).
+    #[arg(long, value_name = "A:B")]
+    pub bytes: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum CompressArg {
+    None,
+    Zstd,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum StoreErrorArg {
+    /// Still print a bounded preview that says the output was not saved.
+    Preview,
+    /// Fail with exit status 1 (the preview is still printed).
+    Fail,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum DurabilityArg {
+    Durable,
+    Relaxed,
+}
+
+/// Policy flags; each overrides the configuration.
+#[derive(Args, Debug, Default)]
+pub struct PolicyArgs {
+    /// Cap on the printed text in bytes, notice included (`50000`, `64KiB`,
+    /// `1MiB`; at most 64MiB). Default: 32KiB.
+    #[arg(long, value_name = "SIZE")]
+    pub max_inline_bytes: Option<ByteSize>,
+    /// Cap on the printed text in lines, notice included. Default: none.
+    #[arg(long, value_name = "N")]
+    pub max_inline_lines: Option<u64>,
+    /// The head's share of the preview in percent; the tail gets the rest.
+    /// Default: 30.
+    #[arg(long, value_name = "PERCENT")]
+    pub head_percent: Option<u64>,
+    /// The most bytes one stored object keeps. Default: 64MiB.
+    #[arg(long, value_name = "SIZE")]
+    pub max_spill_bytes: Option<ByteSize>,
+    /// Compression of stored objects. Default: zstd.
+    #[arg(long, value_enum)]
+    pub compress: Option<CompressArg>,
+    /// zstd level (1-22). Default: 1.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub level: Option<i32>,
+    /// What to do when the store fails. Default: preview.
+    #[arg(long, value_enum)]
+    pub on_store_error: Option<StoreErrorArg>,
+    /// Whether objects are fsynced before the command returns. Default: durable.
+    #[arg(long, value_enum)]
+    pub durability: Option<DurabilityArg>,
+}
+
+impl PolicyArgs {
+    /// The flags as a config layer.
+    pub fn to_config(&self) -> PolicyConfig {
+        use spillway::policy::CompressionKind;
+        let mut c = PolicyConfig::default();
+        c.max_inline_bytes = self.max_inline_bytes;
+        c.max_inline_lines = self.max_inline_lines;
+        c.head_percent = self.head_percent;
+        c.max_spill_bytes = self.max_spill_bytes;
+        c.compression = self.compress.map(|k| match k {
+            CompressArg::None => CompressionKind::None,
+            CompressArg::Zstd => CompressionKind::Zstd,
+        });
+        c.zstd_level = self.level;
+        c.on_store_error = self.on_store_error.map(|m| match m {
+            StoreErrorArg::Preview => spillway::OnStoreError::Preview,
+            StoreErrorArg::Fail => spillway::OnStoreError::Fail,
+        });
+        c.durability = self.durability.map(|d| match d {
+            DurabilityArg::Durable => spillway::Durability::Durable,
+            DurabilityArg::Relaxed => spillway::Durability::Relaxed,
+        });
+        c
+    }
+}

@@ -1,0 +1,7 @@
+//! The `spillway` command.
+
+mod cli;
+
+fn main() {
+    std::process::exit(cli::main());
+}

@@ -1,0 +1,521 @@
+//! The notice that replaces omitted content: templates, placeholders, and a
+//! size bound computed before the real numbers are known.
+//!
+//! A template is plain text with `{name}` placeholders; `{{` and `}}` stand
+//! for literal braces. Unknown names and unbalanced braces are rejected when
+//! the template is parsed, so a policy with a broken template never builds.
+//!
+//! | placeholder | value |
+//! |---|---|
+//! | `{total_bytes}`, `{total_lines}` | size of the whole input |
+//! | `{omitted_bytes}`, `{omitted_lines}` | what the preview leaves out |
+//! | `{first_omitted_line}`, `{last_omitted_line}` | the omitted lines, 1-based, inclusive |
+//! | `{read_lines}` | `A:B`, the lines to read to see everything not shown |
+//! | `{id}`, `{path}` | the stored object's content id and file path |
+//! | `{stored_bytes}`, `{unstored_bytes}` | how much of the input the object holds, and how much it does not |
+//! | `{error}` | why the output could not be stored (at most 160 bytes, one line) |
+//! | `{notes}` | extra facts, each starting with `; ` (invalid UTF-8, bytes not stored), or nothing |
+//! | `{location}` | the `stored` or `unsaved` template, rendered (not allowed inside those two) |
+
+use std::fmt;
+use std::sync::Arc;
+
+/// The longest `{error}` text a notice carries, in bytes.
+pub const MAX_ERROR_BYTES: usize = 160;
+
+/// A placeholder name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Var {
+    TotalBytes,
+    TotalLines,
+    OmittedBytes,
+    OmittedLines,
+    FirstOmittedLine,
+    LastOmittedLine,
+    ReadLines,
+    Id,
+    Path,
+    StoredBytes,
+    UnstoredBytes,
+    Error,
+    Notes,
+    Location,
+}
+
+const VARS: [(&str, Var); 14] = [
+    ("total_bytes", Var::TotalBytes),
+    ("total_lines", Var::TotalLines),
+    ("omitted_bytes", Var::OmittedBytes),
+    ("omitted_lines", Var::OmittedLines),
+    ("first_omitted_line", Var::FirstOmittedLine),
+    ("last_omitted_line", Var::LastOmittedLine),
+    ("read_lines", Var::ReadLines),
+    ("id", Var::Id),
+    ("path", Var::Path),
+    ("stored_bytes", Var::StoredBytes),
+    ("unstored_bytes", Var::UnstoredBytes),
+    ("error", Var::Error),
+    ("notes", Var::Notes),
+    ("location", Var::Location),
+];
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Part {
+    Lit(String),
+    Var(Var),
+}
+
+/// A parsed notice template.
+///
+/// # Examples
+///
+/// ```
+/// use spillway::Template;
+/// let t: Template = "[{omitted_lines} lines omitted; see {id}]".parse().unwrap();
+/// assert_eq!(t.as_str(), "[{omitted_lines} lines omitted; see {id}]");
+/// assert!("[{no_such_field}]".parse::<Template>().is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Template {
+    source: Arc<str>,
+    parts: Arc<[Part]>,
+}
+
+/// Why a template could not be parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TemplateError {
+    /// `{name}` where `name` is not a known placeholder.
+    UnknownPlaceholder(String),
+    /// A `{` without its `}`, or a lone `}`.
+    UnbalancedBrace,
+    /// The template is empty.
+    Empty,
+    /// `{location}` inside the `stored` or `unsaved` template.
+    NestedLocation,
+}
+
+impl fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TemplateError::UnknownPlaceholder(name) => {
+                let known: Vec<&str> = VARS.iter().map(|(n, _)| *n).collect();
+                write!(
+                    f,
+                    "unknown placeholder {{{name}}} (known: {})",
+                    known.join(", ")
+                )
+            }
+            TemplateError::UnbalancedBrace => {
+                f.write_str("unbalanced brace (write {{ and }} for literal braces)")
+            }
+            TemplateError::Empty => f.write_str("a notice template cannot be empty"),
+            TemplateError::NestedLocation => {
+                f.write_str("{location} cannot be used inside the stored or unsaved template")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TemplateError {}
+
+impl std::str::FromStr for Template {
+    type Err = TemplateError;
+
+    fn from_str(s: &str) -> Result<Self, TemplateError> {
+        if s.is_empty() {
+            return Err(TemplateError::Empty);
+        }
+        let mut parts = Vec::new();
+        let mut lit = String::new();
+        let mut rest = s;
+        while let Some(i) = rest.find(['{', '}']) {
+            lit.push_str(&rest[..i]);
+            let brace = rest.as_bytes()[i];
+            let after = &rest[i + 1..];
+            if after.as_bytes().first() == Some(&brace) {
+                lit.push(brace as char);
+                rest = &after[1..];
+                continue;
+            }
+            if brace == b'}' {
+                return Err(TemplateError::UnbalancedBrace);
+            }
+            let close = after.find('}').ok_or(TemplateError::UnbalancedBrace)?;
+            let name = &after[..close];
+            let var = VARS
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| *v)
+                .ok_or_else(|| {
+                    TemplateError::UnknownPlaceholder(name.chars().take(40).collect())
+                })?;
+            if !lit.is_empty() {
+                parts.push(Part::Lit(std::mem::take(&mut lit)));
+            }
+            parts.push(Part::Var(var));
+            rest = &after[close + 1..];
+        }
+        lit.push_str(rest);
+        if !lit.is_empty() {
+            parts.push(Part::Lit(lit));
+        }
+        Ok(Template {
+            source: s.into(),
+            parts: parts.into(),
+        })
+    }
+}
+
+impl Template {
+    /// The template's text as written.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    pub(crate) fn uses(&self, var: Var) -> bool {
+        self.parts.iter().any(|p| *p == Part::Var(var))
+    }
+
+    fn parse_default(s: &'static str) -> Template {
+        match s.parse() {
+            Ok(t) => t,
+            // The defaults are constants covered by tests; this arm is unreachable.
+            Err(e) => panic!("built-in template {s:?} does not parse: {e}"),
+        }
+    }
+}
+
+impl fmt::Display for Template {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.source)
+    }
+}
+
+/// The five templates a notice is made from.
+///
+/// One of `omitted`, `binary` or `lossy` is the notice; its `{location}`
+/// placeholder is filled with `stored` when the full output was saved, or
+/// `unsaved` when it could not be.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NoticeTemplates {
+    /// Used when part of the content is left out.
+    ///
+    /// Default: [`NoticeTemplates::DEFAULT_OMITTED`].
+    pub omitted: Template,
+    /// Used for binary input (it contains NUL bytes): the notice replaces the
+    /// whole content. Default: [`NoticeTemplates::DEFAULT_BINARY`].
+    pub binary: Template,
+    /// Used for input that is not valid UTF-8 but fits whole once decoded:
+    /// nothing is omitted, the exact bytes are stored.
+    /// Default: [`NoticeTemplates::DEFAULT_LOSSY`].
+    pub lossy: Template,
+    /// `{location}` when the output was stored. Default: [`NoticeTemplates::DEFAULT_STORED`].
+    pub stored: Template,
+    /// `{location}` when storing failed. Default: [`NoticeTemplates::DEFAULT_UNSAVED`].
+    pub unsaved: Template,
+}
+
+impl NoticeTemplates {
+    /// The default `omitted` template.
+    pub const DEFAULT_OMITTED: &'static str = "[spillway: omitted lines {first_omitted_line}-{last_omitted_line} ({omitted_lines} lines, {omitted_bytes} bytes) of {total_lines} lines, {total_bytes} bytes{notes}. {location}]";
+    /// The default `binary` template.
+    pub const DEFAULT_BINARY: &'static str =
+        "[spillway: binary output ({total_bytes} bytes) not shown{notes}. {location}]";
+    /// The default `lossy` template.
+    pub const DEFAULT_LOSSY: &'static str = "[spillway: the output above is not valid UTF-8 ({total_bytes} bytes); invalid bytes are shown as U+FFFD{notes}. {location}]";
+    /// The default `stored` template.
+    pub const DEFAULT_STORED: &'static str =
+        "Full output: {id} at {path}; read it with: spillway show {id} --lines {read_lines}";
+    /// The default `unsaved` template.
+    pub const DEFAULT_UNSAVED: &'static str = "The full output could not be saved: {error}";
+
+    pub(crate) fn validate(&self) -> Result<(), TemplateError> {
+        if self.stored.uses(Var::Location) || self.unsaved.uses(Var::Location) {
+            return Err(TemplateError::NestedLocation);
+        }
+        Ok(())
+    }
+}
+
+impl Default for NoticeTemplates {
+    fn default() -> Self {
+        NoticeTemplates {
+            omitted: Template::parse_default(Self::DEFAULT_OMITTED),
+            binary: Template::parse_default(Self::DEFAULT_BINARY),
+            lossy: Template::parse_default(Self::DEFAULT_LOSSY),
+            stored: Template::parse_default(Self::DEFAULT_STORED),
+            unsaved: Template::parse_default(Self::DEFAULT_UNSAVED),
+        }
+    }
+}
+
+/// Which notice is being written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Omitted,
+    Binary,
+    Lossy,
+}
+
+/// The numbers that depend on where the preview is cut. While the cut is
+/// being chosen they are unknown: `Bound` renders each as the widest value it
+/// can take, so the rendered length is an upper bound of the final one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Cut {
+    Bound,
+    Exact {
+        omitted_bytes: u64,
+        omitted_lines: u64,
+        first: u64,
+        last: u64,
+    },
+}
+
+/// Everything a notice can say.
+pub(crate) struct Facts<'a> {
+    pub total_bytes: u64,
+    pub total_lines: u64,
+    pub cut: Cut,
+    /// `Ok((id, path))` when stored, `Err(reason)` when not.
+    pub location: Result<(&'a str, &'a str), &'a str>,
+    pub stored_bytes: u64,
+    pub unstored_bytes: u64,
+    pub invalid_utf8: bool,
+}
+
+fn digits(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
+/// Makes `text` fit on one line in at most `max` bytes, cutting at a
+/// character boundary and marking the cut with `…`.
+pub(crate) fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if flat.len() <= max {
+        return flat;
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !flat.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &flat[..end])
+}
+
+impl Facts<'_> {
+    fn notes(&self, kind: Kind) -> String {
+        let mut notes = String::new();
+        if self.invalid_utf8 && kind == Kind::Omitted {
+            notes.push_str("; the output is not valid UTF-8: invalid bytes are shown as U+FFFD");
+        }
+        if self.unstored_bytes > 0 {
+            use fmt::Write;
+            let _ = write!(
+                notes,
+                "; only the first {} bytes could be stored, the last {} bytes were not",
+                self.stored_bytes, self.unstored_bytes
+            );
+        }
+        notes
+    }
+
+    /// Renders `parts`; `{location}` becomes `location`, rendered with the same facts.
+    fn render_into(
+        &self,
+        parts: &[Part],
+        kind: Kind,
+        location: Option<&Template>,
+        out: &mut String,
+    ) {
+        use fmt::Write;
+        let line_w = digits(self.total_lines.max(1));
+        let nines = |w: usize| "9".repeat(w);
+        for part in parts {
+            let var = match part {
+                Part::Lit(s) => {
+                    out.push_str(s);
+                    continue;
+                }
+                Part::Var(v) => *v,
+            };
+            let _ = match (var, self.cut) {
+                (Var::TotalBytes, _) => write!(out, "{}", self.total_bytes),
+                (Var::TotalLines, _) => write!(out, "{}", self.total_lines),
+                (Var::OmittedBytes, Cut::Bound) => {
+                    out.push_str(&nines(digits(self.total_bytes)));
+                    Ok(())
+                }
+                (Var::OmittedLines | Var::FirstOmittedLine | Var::LastOmittedLine, Cut::Bound) => {
+                    out.push_str(&nines(line_w));
+                    Ok(())
+                }
+                (Var::ReadLines, Cut::Bound) => write!(out, "{}:{}", nines(line_w), nines(line_w)),
+                (Var::OmittedBytes, Cut::Exact { omitted_bytes, .. }) => {
+                    write!(out, "{omitted_bytes}")
+                }
+                (Var::OmittedLines, Cut::Exact { omitted_lines, .. }) => {
+                    write!(out, "{omitted_lines}")
+                }
+                (Var::FirstOmittedLine, Cut::Exact { first, .. }) => write!(out, "{first}"),
+                (Var::LastOmittedLine, Cut::Exact { last, .. }) => write!(out, "{last}"),
+                (Var::ReadLines, Cut::Exact { first, last, .. }) => write!(out, "{first}:{last}"),
+                (Var::Id, _) => {
+                    out.push_str(self.location.map_or("(none)", |(id, _)| id));
+                    Ok(())
+                }
+                (Var::Path, _) => {
+                    out.push_str(self.location.map_or("(none)", |(_, p)| p));
+                    Ok(())
+                }
+                (Var::StoredBytes, _) => write!(out, "{}", self.stored_bytes),
+                (Var::UnstoredBytes, _) => write!(out, "{}", self.unstored_bytes),
+                (Var::Error, _) => {
+                    out.push_str(self.location.err().unwrap_or(""));
+                    Ok(())
+                }
+                (Var::Notes, _) => {
+                    out.push_str(&self.notes(kind));
+                    Ok(())
+                }
+                (Var::Location, _) => {
+                    // `validate` keeps `{location}` out of the stored and
+                    // unsaved templates, so this recursion is one level deep.
+                    if let Some(t) = location {
+                        self.render_into(&t.parts, kind, None, out);
+                    }
+                    Ok(())
+                }
+            };
+        }
+    }
+
+    /// Renders the notice of `kind`, its `{location}` filled in.
+    pub(crate) fn render(&self, templates: &NoticeTemplates, kind: Kind) -> String {
+        let main = match kind {
+            Kind::Omitted => &templates.omitted,
+            Kind::Binary => &templates.binary,
+            Kind::Lossy => &templates.lossy,
+        };
+        let location = match self.location {
+            Ok(_) => &templates.stored,
+            Err(_) => &templates.unsaved,
+        };
+        let mut out = String::with_capacity(256);
+        self.render_into(&main.parts, kind, Some(location), &mut out);
+        out
+    }
+}
+
+/// The longest notice any input could produce with these templates, given the
+/// length of an object path. Used to reject budgets too small for a notice.
+pub(crate) fn worst_case_len(templates: &NoticeTemplates, path_len: usize) -> (usize, usize) {
+    let id = "blake3:".to_string() + &"f".repeat(64);
+    let path = "p".repeat(path_len);
+    let error = "e".repeat(MAX_ERROR_BYTES);
+    let mut worst = (0, 0);
+    for kind in [Kind::Omitted, Kind::Binary, Kind::Lossy] {
+        for location in [Ok((id.as_str(), path.as_str())), Err(error.as_str())] {
+            let facts = Facts {
+                total_bytes: u64::MAX,
+                total_lines: u64::MAX,
+                cut: Cut::Bound,
+                location,
+                stored_bytes: u64::MAX,
+                unstored_bytes: u64::MAX,
+                invalid_utf8: true,
+            };
+            let text = facts.render(templates, kind);
+            worst.0 = worst.0.max(text.len());
+            worst.1 = worst
+                .1
+                .max(text.bytes().filter(|&b| b == b'\n').count() + 1);
+        }
+    }
+    worst
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_templates_parse_and_validate() {
+        let t = NoticeTemplates::default();
+        t.validate().unwrap();
+        assert!(t.omitted.uses(Var::Location));
+    }
+
+    #[test]
+    fn braces_escape_and_unknown_names_fail() {
+        let t: Template = "{{literal}} {id}".parse().unwrap();
+        let facts = Facts {
+            total_bytes: 1,
+            total_lines: 1,
+            cut: Cut::Bound,
+            location: Ok(("ID", "P")),
+            stored_bytes: 1,
+            unstored_bytes: 0,
+            invalid_utf8: false,
+        };
+        let mut out = String::new();
+        facts.render_into(&t.parts, Kind::Omitted, None, &mut out);
+        assert_eq!(out, "{literal} ID");
+        assert_eq!(
+            "{nope}".parse::<Template>().unwrap_err(),
+            TemplateError::UnknownPlaceholder("nope".into())
+        );
+        assert_eq!(
+            "{id".parse::<Template>().unwrap_err(),
+            TemplateError::UnbalancedBrace
+        );
+        assert_eq!(
+            "id}".parse::<Template>().unwrap_err(),
+            TemplateError::UnbalancedBrace
+        );
+        assert_eq!("".parse::<Template>().unwrap_err(), TemplateError::Empty);
+    }
+
+    #[test]
+    fn bound_is_never_shorter_than_exact() {
+        let templates = NoticeTemplates::default();
+        for (total_bytes, total_lines) in [
+            (1u64, 1u64),
+            (9, 9),
+            (10, 10),
+            (123_456, 999),
+            (u64::MAX, u64::MAX),
+        ] {
+            let base = |cut| Facts {
+                total_bytes,
+                total_lines,
+                cut,
+                location: Ok(("blake3:x", "/p")),
+                stored_bytes: total_bytes,
+                unstored_bytes: 0,
+                invalid_utf8: true,
+            };
+            let bound = base(Cut::Bound).render(&templates, Kind::Omitted).len();
+            let exact = base(Cut::Exact {
+                omitted_bytes: total_bytes,
+                omitted_lines: total_lines,
+                first: total_lines,
+                last: total_lines,
+            })
+            .render(&templates, Kind::Omitted)
+            .len();
+            assert!(exact <= bound, "{exact} > {bound}");
+        }
+    }
+
+    #[test]
+    fn one_line_flattens_and_bounds() {
+        assert_eq!(one_line("a\nb", 10), "a b");
+        let long = "é".repeat(200);
+        let s = one_line(&long, MAX_ERROR_BYTES);
+        assert!(s.len() <= MAX_ERROR_BYTES && s.ends_with('…'));
+    }
+}

@@ -1,0 +1,744 @@
+//! [`Policy`]: the budget and the rules a stage applies, built and validated
+//! once.
+//!
+//! A policy is made with [`Policy::builder`] or deserialized from a
+//! [`PolicyConfig`] (TOML, JSON, anything serde reads). Either way
+//! [`PolicyBuilder::build`] checks every value and returns a
+//! [`PolicyError`] that names the bad one; a `Policy` that exists is valid.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::notice::{self, NoticeTemplates, Template, TemplateError};
+use crate::units::ByteSize;
+
+/// The largest `max_inline_bytes` a policy accepts: 64 MiB.
+pub const MAX_INLINE_BYTES_LIMIT: usize = 64 << 20;
+/// The default `max_inline_bytes`: 32 KiB, about 8,000 tokens of English.
+pub const DEFAULT_MAX_INLINE_BYTES: usize = 32 << 10;
+/// The default share of the preview given to the head, in percent. The tail
+/// gets the rest, and whatever the head leaves unused: errors are usually at
+/// the end.
+pub const DEFAULT_HEAD_PERCENT: u8 = 30;
+/// The default `max_spill_bytes`: 64 MiB.
+pub const DEFAULT_MAX_SPILL_BYTES: u64 = 64 << 20;
+/// The default zstd level.
+pub const DEFAULT_ZSTD_LEVEL: i32 = 1;
+
+/// How stored objects are compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Compression {
+    /// Objects hold the exact bytes.
+    None,
+    /// Objects are one zstd frame (plus a size trailer), at this level.
+    Zstd {
+        /// The zstd level, 1 to 22 (or negative for the fast levels).
+        level: i32,
+    },
+}
+
+impl Compression {
+    /// `"none"` or `"zstd"`, as used in JSON output and file names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Zstd { .. } => "zstd",
+        }
+    }
+}
+
+/// What a stage does when the store cannot save an over-budget output (disk
+/// full, no permission, read-only store).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum OnStoreError {
+    /// Still return a bounded preview whose notice says the full output could
+    /// not be saved, and why. The tool call does not fail. The default.
+    #[default]
+    Preview,
+    /// Fail `finish()` with [`FinishError`](crate::FinishError), which still
+    /// hands back that bounded preview.
+    Fail,
+}
+
+/// When a stored object is durable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Durability {
+    /// The object is fsynced, published and its directory fsynced before
+    /// `finish()` returns, so a session log written afterwards never points
+    /// at a lost object. The default.
+    #[default]
+    Durable,
+    /// No fsync: faster, but a power loss may lose recent objects. A crash of
+    /// the process alone loses nothing that was published.
+    Relaxed,
+}
+
+/// Why a policy could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// `max_inline_bytes` is smaller than the longest notice it must hold.
+    BudgetTooSmall {
+        /// The budget asked for.
+        got: u64,
+        /// The smallest budget that fits every notice.
+        needed: u64,
+    },
+    /// `max_inline_bytes` is above [`MAX_INLINE_BYTES_LIMIT`].
+    BudgetTooLarge {
+        /// The budget asked for.
+        got: u64,
+    },
+    /// `max_inline_lines` is smaller than the notice's own line count.
+    LinesTooSmall {
+        /// The cap asked for.
+        got: u64,
+        /// The notice's line count.
+        needed: u64,
+    },
+    /// `head_percent` is above 100.
+    HeadPercent(u64),
+    /// `max_spill_bytes` is 0.
+    SpillCeilingZero,
+    /// The zstd level is outside the range the linked zstd accepts.
+    ZstdLevel {
+        /// The level asked for.
+        got: i32,
+        /// The smallest level accepted.
+        min: i32,
+        /// The largest level accepted.
+        max: i32,
+    },
+    /// A zstd level was given while compression is `none`.
+    LevelWithoutZstd,
+    /// A notice template is malformed.
+    Template {
+        /// Which template: `omitted`, `binary`, `lossy`, `stored` or `unsaved`.
+        which: &'static str,
+        /// What is wrong with it.
+        error: TemplateError,
+    },
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicyError::BudgetTooSmall { got, needed } => write!(
+                f,
+                "max_inline_bytes is {got}, but the notice alone can take {needed} bytes: use at least {needed}"
+            ),
+            PolicyError::BudgetTooLarge { got } => write!(
+                f,
+                "max_inline_bytes is {got}, above the limit of {MAX_INLINE_BYTES_LIMIT} (64 MiB)"
+            ),
+            PolicyError::LinesTooSmall { got, needed } => write!(
+                f,
+                "max_inline_lines is {got}, but the notice alone takes {needed} line(s)"
+            ),
+            PolicyError::HeadPercent(p) => {
+                write!(f, "head_percent is {p}, but it must be between 0 and 100")
+            }
+            PolicyError::SpillCeilingZero => {
+                f.write_str("max_spill_bytes is 0: it must be at least 1 byte")
+            }
+            PolicyError::ZstdLevel { got, min, max } => {
+                write!(f, "zstd level {got} is outside {min}..={max}")
+            }
+            PolicyError::LevelWithoutZstd => {
+                f.write_str("a zstd level was given but compression is none")
+            }
+            PolicyError::Template { which, error } => {
+                write!(f, "notice template `{which}`: {error}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Config {
+    max_inline_bytes: usize,
+    max_inline_lines: Option<u64>,
+    head_percent: u8,
+    max_spill_bytes: u64,
+    compression: Compression,
+    on_store_error: OnStoreError,
+    durability: Durability,
+    templates: NoticeTemplates,
+}
+
+/// A validated spill policy. Cheap to clone.
+///
+/// # Examples
+///
+/// ```
+/// use spillway::{Compression, Policy};
+/// let policy = Policy::builder()
+///     .max_inline_bytes(16 * 1024)
+///     .max_inline_lines(Some(400))
+///     .head_percent(20)
+///     .compression(Compression::Zstd { level: 3 })
+///     .build()
+///     .unwrap();
+/// assert_eq!(policy.max_inline_bytes(), 16 * 1024);
+///
+/// let err = Policy::builder().max_inline_bytes(10).build().unwrap_err();
+/// assert!(err.to_string().contains("use at least"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy(Arc<Config>);
+
+impl Default for Policy {
+    /// The default policy (see each [`PolicyBuilder`] setter for its default).
+    fn default() -> Self {
+        match PolicyBuilder::new().build() {
+            Ok(p) => p,
+            // The defaults are constants covered by tests.
+            Err(e) => panic!("the default policy is invalid: {e}"),
+        }
+    }
+}
+
+impl Policy {
+    /// A builder that starts from the defaults.
+    pub fn builder() -> PolicyBuilder {
+        PolicyBuilder::new()
+    }
+
+    /// The cap on the model-facing text, in UTF-8 bytes.
+    pub fn max_inline_bytes(&self) -> usize {
+        self.0.max_inline_bytes
+    }
+
+    /// The optional cap on the model-facing text, in lines.
+    pub fn max_inline_lines(&self) -> Option<u64> {
+        self.0.max_inline_lines
+    }
+
+    /// The head's share of the preview, in percent.
+    pub fn head_percent(&self) -> u8 {
+        self.0.head_percent
+    }
+
+    /// The most bytes one stored object keeps.
+    pub fn max_spill_bytes(&self) -> u64 {
+        self.0.max_spill_bytes
+    }
+
+    /// How stored objects are compressed.
+    pub fn compression(&self) -> Compression {
+        self.0.compression
+    }
+
+    /// What happens when the store fails.
+    pub fn on_store_error(&self) -> OnStoreError {
+        self.0.on_store_error
+    }
+
+    /// When stored objects are durable.
+    pub fn durability(&self) -> Durability {
+        self.0.durability
+    }
+
+    /// The notice templates.
+    pub fn templates(&self) -> &NoticeTemplates {
+        &self.0.templates
+    }
+
+    /// The longest notice this policy can write when object paths are
+    /// `path_len` bytes long, and its line count.
+    pub fn notice_bound(&self, path_len: usize) -> (usize, usize) {
+        notice::worst_case_len(&self.0.templates, path_len)
+    }
+
+    /// Checks that the longest notice fits the budget when object paths are
+    /// `path_len` bytes long. [`Stage::new`](crate::Stage::new) calls this with
+    /// the store's real path length.
+    ///
+    /// # Errors
+    ///
+    /// [`PolicyError::BudgetTooSmall`] or [`PolicyError::LinesTooSmall`].
+    pub fn check_fits(&self, path_len: usize) -> Result<(), PolicyError> {
+        let (bytes, lines) = self.notice_bound(path_len);
+        // Two more bytes: the newline before the notice and the one after it.
+        let needed = bytes as u64 + 2;
+        if (self.0.max_inline_bytes as u64) < needed {
+            return Err(PolicyError::BudgetTooSmall {
+                got: self.0.max_inline_bytes as u64,
+                needed,
+            });
+        }
+        if let Some(max) = self.0.max_inline_lines {
+            if max < lines as u64 {
+                return Err(PolicyError::LinesTooSmall {
+                    got: max,
+                    needed: lines as u64,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// This policy as a config, for printing or saving.
+    pub fn to_config(&self) -> PolicyConfig {
+        let c = &self.0;
+        let t = &c.templates;
+        let defaults = NoticeTemplates::default();
+        let pick = |a: &Template, b: &Template| (a != b).then(|| a.as_str().to_string());
+        let notice = NoticeConfig {
+            omitted: pick(&t.omitted, &defaults.omitted),
+            binary: pick(&t.binary, &defaults.binary),
+            lossy: pick(&t.lossy, &defaults.lossy),
+            stored: pick(&t.stored, &defaults.stored),
+            unsaved: pick(&t.unsaved, &defaults.unsaved),
+        };
+        let (compression, zstd_level) = match c.compression {
+            Compression::None => (CompressionKind::None, None),
+            Compression::Zstd { level } => (CompressionKind::Zstd, Some(level)),
+        };
+        PolicyConfig {
+            max_inline_bytes: Some(ByteSize::new(c.max_inline_bytes as u64)),
+            max_inline_lines: c.max_inline_lines,
+            head_percent: Some(u64::from(c.head_percent)),
+            max_spill_bytes: Some(ByteSize::new(c.max_spill_bytes)),
+            compression: Some(compression),
+            zstd_level,
+            on_store_error: Some(c.on_store_error),
+            durability: Some(c.durability),
+            notice: (notice != NoticeConfig::default()).then_some(notice),
+        }
+    }
+}
+
+/// Builds a [`Policy`]. Every setter documents its default.
+#[derive(Clone, Debug)]
+pub struct PolicyBuilder {
+    max_inline_bytes: u64,
+    max_inline_lines: Option<u64>,
+    head_percent: u64,
+    max_spill_bytes: u64,
+    compression: Compression,
+    on_store_error: OnStoreError,
+    durability: Durability,
+    templates: NoticeTemplates,
+    level_without_zstd: bool,
+}
+
+impl Default for PolicyBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PolicyBuilder {
+    /// A builder holding the defaults.
+    pub fn new() -> Self {
+        PolicyBuilder {
+            max_inline_bytes: DEFAULT_MAX_INLINE_BYTES as u64,
+            max_inline_lines: None,
+            head_percent: u64::from(DEFAULT_HEAD_PERCENT),
+            max_spill_bytes: DEFAULT_MAX_SPILL_BYTES,
+            compression: Compression::Zstd {
+                level: DEFAULT_ZSTD_LEVEL,
+            },
+            on_store_error: OnStoreError::Preview,
+            durability: Durability::Durable,
+            templates: NoticeTemplates::default(),
+            level_without_zstd: false,
+        }
+    }
+
+    /// The cap on the model-facing text in UTF-8 bytes, notice included.
+    /// From the longest notice (about 400 bytes with the default templates)
+    /// up to 64 MiB. Default: 32 KiB ([`DEFAULT_MAX_INLINE_BYTES`]).
+    pub fn max_inline_bytes(&mut self, bytes: u64) -> &mut Self {
+        self.max_inline_bytes = bytes;
+        self
+    }
+
+    /// An optional cap on the model-facing text in lines, notice included.
+    /// Default: `None` (no line cap).
+    pub fn max_inline_lines(&mut self, lines: Option<u64>) -> &mut Self {
+        self.max_inline_lines = lines;
+        self
+    }
+
+    /// The head's share of the preview in percent (0 to 100); the tail gets
+    /// the rest and whatever the head leaves unused. Default: 30
+    /// ([`DEFAULT_HEAD_PERCENT`]).
+    pub fn head_percent(&mut self, percent: u64) -> &mut Self {
+        self.head_percent = percent;
+        self
+    }
+
+    /// The most bytes one stored object keeps. Past it the stream is still
+    /// read and counted to its end, the preview's tail is still the true end,
+    /// and the notice says how many bytes were not stored. Default: 64 MiB
+    /// ([`DEFAULT_MAX_SPILL_BYTES`]).
+    pub fn max_spill_bytes(&mut self, bytes: u64) -> &mut Self {
+        self.max_spill_bytes = bytes;
+        self
+    }
+
+    /// How stored objects are compressed. Default: zstd level 1, which cuts
+    /// the disk use of logs about fivefold.
+    pub fn compression(&mut self, compression: Compression) -> &mut Self {
+        self.compression = compression;
+        self.level_without_zstd = false;
+        self
+    }
+
+    /// What happens when the store fails. Default: [`OnStoreError::Preview`].
+    pub fn on_store_error(&mut self, mode: OnStoreError) -> &mut Self {
+        self.on_store_error = mode;
+        self
+    }
+
+    /// When stored objects are durable. Default: [`Durability::Durable`].
+    pub fn durability(&mut self, durability: Durability) -> &mut Self {
+        self.durability = durability;
+        self
+    }
+
+    /// The notice templates. Default: [`NoticeTemplates::default`].
+    pub fn templates(&mut self, templates: NoticeTemplates) -> &mut Self {
+        self.templates = templates;
+        self
+    }
+
+    /// Checks every value and builds the policy.
+    ///
+    /// # Errors
+    ///
+    /// A [`PolicyError`] naming the first bad value.
+    pub fn build(&self) -> Result<Policy, PolicyError> {
+        if self.max_inline_bytes > MAX_INLINE_BYTES_LIMIT as u64 {
+            return Err(PolicyError::BudgetTooLarge {
+                got: self.max_inline_bytes,
+            });
+        }
+        if self.head_percent > 100 {
+            return Err(PolicyError::HeadPercent(self.head_percent));
+        }
+        if self.max_spill_bytes == 0 {
+            return Err(PolicyError::SpillCeilingZero);
+        }
+        if self.level_without_zstd {
+            return Err(PolicyError::LevelWithoutZstd);
+        }
+        if let Compression::Zstd { level } = self.compression {
+            let range = zstd::compression_level_range();
+            if !range.contains(&level) {
+                return Err(PolicyError::ZstdLevel {
+                    got: level,
+                    min: *range.start(),
+                    max: *range.end(),
+                });
+            }
+        }
+        self.templates
+            .validate()
+            .map_err(|error| PolicyError::Template {
+                which: "stored/unsaved",
+                error,
+            })?;
+        let policy = Policy(Arc::new(Config {
+            max_inline_bytes: self.max_inline_bytes as usize,
+            max_inline_lines: self.max_inline_lines,
+            head_percent: self.head_percent as u8,
+            max_spill_bytes: self.max_spill_bytes,
+            compression: self.compression,
+            on_store_error: self.on_store_error,
+            durability: self.durability,
+            templates: self.templates.clone(),
+        }));
+        policy.check_fits(0)?;
+        Ok(policy)
+    }
+}
+
+/// The compression names a config accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompressionKind {
+    /// No compression.
+    None,
+    /// zstd, at `zstd_level` (default 1).
+    Zstd,
+}
+
+/// Notice templates in a config; absent ones keep their defaults.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct NoticeConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub binary: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lossy: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stored: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unsaved: Option<String>,
+}
+
+/// A policy as written in a config file. Absent fields keep their defaults;
+/// unknown fields are an error. Sizes take numbers or strings (`"64KiB"`).
+///
+/// # Examples
+///
+/// ```
+/// use spillway::PolicyConfig;
+/// let config: PolicyConfig = serde_json::from_str(
+///     r#"{ "max_inline_bytes": "16KiB", "head_percent": 20, "compression": "none" }"#,
+/// ).unwrap();
+/// let policy = config.build().unwrap();
+/// assert_eq!(policy.max_inline_bytes(), 16384);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct PolicyConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_inline_bytes: Option<ByteSize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_inline_lines: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head_percent: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_spill_bytes: Option<ByteSize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compression: Option<CompressionKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zstd_level: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_store_error: Option<OnStoreError>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub durability: Option<Durability>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<NoticeConfig>,
+}
+
+impl PolicyConfig {
+    /// Lays the fields that are set in `over` on top of `self`.
+    pub fn merge(&mut self, over: PolicyConfig) {
+        macro_rules! take {
+            ($($f:ident),*) => { $( if over.$f.is_some() { self.$f = over.$f; } )* };
+        }
+        take!(
+            max_inline_bytes,
+            max_inline_lines,
+            head_percent,
+            max_spill_bytes,
+            compression,
+            zstd_level,
+            on_store_error,
+            durability
+        );
+        if let Some(n) = over.notice {
+            let mine = self.notice.get_or_insert_with(NoticeConfig::default);
+            macro_rules! take_n {
+                ($($f:ident),*) => { $( if n.$f.is_some() { mine.$f = n.$f; } )* };
+            }
+            take_n!(omitted, binary, lossy, stored, unsaved);
+        }
+    }
+
+    /// The builder these values describe.
+    ///
+    /// # Errors
+    ///
+    /// [`PolicyError::Template`] when a template does not parse.
+    pub fn builder(&self) -> Result<PolicyBuilder, PolicyError> {
+        let mut b = PolicyBuilder::new();
+        if let Some(v) = self.max_inline_bytes {
+            b.max_inline_bytes(v.get());
+        }
+        if self.max_inline_lines.is_some() {
+            b.max_inline_lines(self.max_inline_lines);
+        }
+        if let Some(v) = self.head_percent {
+            b.head_percent(v);
+        }
+        if let Some(v) = self.max_spill_bytes {
+            b.max_spill_bytes(v.get());
+        }
+        match (self.compression, self.zstd_level) {
+            (Some(CompressionKind::None), Some(_)) => {
+                b.compression(Compression::None);
+                b.level_without_zstd = true;
+            }
+            (Some(CompressionKind::None), None) => {
+                b.compression(Compression::None);
+            }
+            (_, level) => {
+                b.compression(Compression::Zstd {
+                    level: level.unwrap_or(DEFAULT_ZSTD_LEVEL),
+                });
+            }
+        }
+        if let Some(v) = self.on_store_error {
+            b.on_store_error(v);
+        }
+        if let Some(v) = self.durability {
+            b.durability(v);
+        }
+        if let Some(n) = &self.notice {
+            let mut t = NoticeTemplates::default();
+            let slots: [(&'static str, &Option<String>, &mut Template); 5] = [
+                ("omitted", &n.omitted, &mut t.omitted),
+                ("binary", &n.binary, &mut t.binary),
+                ("lossy", &n.lossy, &mut t.lossy),
+                ("stored", &n.stored, &mut t.stored),
+                ("unsaved", &n.unsaved, &mut t.unsaved),
+            ];
+            for (which, text, slot) in slots {
+                if let Some(text) = text {
+                    *slot = text
+                        .parse()
+                        .map_err(|error| PolicyError::Template { which, error })?;
+                }
+            }
+            b.templates(t);
+        }
+        Ok(b)
+    }
+
+    /// Validates and builds the policy.
+    ///
+    /// # Errors
+    ///
+    /// A [`PolicyError`] naming the first bad value.
+    pub fn build(&self) -> Result<Policy, PolicyError> {
+        self.builder()?.build()
+    }
+}
+
+impl<'de> Deserialize<'de> for Policy {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        PolicyConfig::deserialize(d)?
+            .build()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for Policy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_config().serialize(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_build_and_favour_the_tail() {
+        let p = Policy::default();
+        assert_eq!(p.max_inline_bytes(), DEFAULT_MAX_INLINE_BYTES);
+        assert!(p.head_percent() < 50);
+        assert_eq!(p.compression(), Compression::Zstd { level: 1 });
+        assert_eq!(p.on_store_error(), OnStoreError::Preview);
+        assert_eq!(p.durability(), Durability::Durable);
+    }
+
+    #[test]
+    fn every_bad_value_has_its_own_error() {
+        let cases: Vec<(PolicyBuilder, fn(&PolicyError) -> bool)> = vec![
+            (Policy::builder().max_inline_bytes(0).clone(), |e| {
+                matches!(e, PolicyError::BudgetTooSmall { got: 0, .. })
+            }),
+            (
+                Policy::builder().max_inline_bytes((64 << 20) + 1).clone(),
+                |e| matches!(e, PolicyError::BudgetTooLarge { .. }),
+            ),
+            (Policy::builder().max_inline_lines(Some(0)).clone(), |e| {
+                matches!(e, PolicyError::LinesTooSmall { got: 0, needed: 1 })
+            }),
+            (Policy::builder().head_percent(101).clone(), |e| {
+                matches!(e, PolicyError::HeadPercent(101))
+            }),
+            (Policy::builder().max_spill_bytes(0).clone(), |e| {
+                matches!(e, PolicyError::SpillCeilingZero)
+            }),
+            (
+                Policy::builder()
+                    .compression(Compression::Zstd { level: 99 })
+                    .clone(),
+                |e| matches!(e, PolicyError::ZstdLevel { got: 99, .. }),
+            ),
+        ];
+        for (b, check) in cases {
+            let err = b.build().unwrap_err();
+            assert!(check(&err), "unexpected {err:?}");
+            assert!(!err.to_string().is_empty());
+        }
+    }
+
+    #[test]
+    fn smallest_budget_is_exactly_the_notice_bound() {
+        let needed = match Policy::builder().max_inline_bytes(1).build() {
+            Err(PolicyError::BudgetTooSmall { needed, .. }) => needed,
+            other => panic!("{other:?}"),
+        };
+        assert!(Policy::builder().max_inline_bytes(needed).build().is_ok());
+        assert!(Policy::builder()
+            .max_inline_bytes(needed - 1)
+            .build()
+            .is_err());
+        assert_eq!(
+            Policy::builder()
+                .max_inline_bytes(64 << 20)
+                .build()
+                .unwrap()
+                .max_inline_bytes(),
+            64 << 20
+        );
+    }
+
+    #[test]
+    fn config_round_trips_and_rejects_unknown_fields() {
+        let json = r#"{"max_inline_bytes":"16KiB","max_inline_lines":100,"head_percent":10,
+            "compression":"zstd","zstd_level":3,"on_store_error":"fail","durability":"relaxed",
+            "notice":{"stored":"see {id}"}}"#;
+        let p: Policy = serde_json::from_str(json).unwrap();
+        assert_eq!(p.max_inline_bytes(), 16384);
+        assert_eq!(p.max_inline_lines(), Some(100));
+        assert_eq!(p.compression(), Compression::Zstd { level: 3 });
+        assert_eq!(p.on_store_error(), OnStoreError::Fail);
+        assert_eq!(p.templates().stored.as_str(), "see {id}");
+        let again: Policy = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert_eq!(again, p);
+
+        let err = serde_json::from_str::<Policy>(r#"{"max_inline_byte": 5}"#).unwrap_err();
+        assert!(err.to_string().contains("unknown field"), "{err}");
+        let err =
+            serde_json::from_str::<Policy>(r#"{"compression":"none","zstd_level":3}"#).unwrap_err();
+        assert!(err.to_string().contains("compression is none"), "{err}");
+        let err =
+            serde_json::from_str::<Policy>(r#"{"notice":{"omitted":"{bogus}"}}"#).unwrap_err();
+        assert!(err.to_string().contains("omitted"), "{err}");
+        let err =
+            serde_json::from_str::<Policy>(r#"{"notice":{"stored":"{location}"}}"#).unwrap_err();
+        assert!(err.to_string().contains("location"), "{err}");
+    }
+
+    #[test]
+    fn merge_overrides_only_set_fields() {
+        let mut base: PolicyConfig =
+            serde_json::from_str(r#"{"max_inline_bytes":5000,"head_percent":10}"#).unwrap();
+        base.merge(serde_json::from_str(r#"{"head_percent":40}"#).unwrap());
+        assert_eq!(base.max_inline_bytes, Some(ByteSize::new(5000)));
+        assert_eq!(base.head_percent, Some(40));
+    }
+}

@@ -1,0 +1,573 @@
+//! [`Stage`]: the streaming spill stage, and [`Outcome`], what it returns.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::measure::{count_lines, Measure};
+use crate::notice::{one_line, MAX_ERROR_BYTES};
+use crate::policy::{OnStoreError, Policy, PolicyError};
+use crate::preview::{self, TAIL_CONTEXT};
+use crate::store::{ContentId, ObjectWriter, Store, StoreError, Stored};
+
+/// A policy bound to a store, checked once; makes [`Stage`]s.
+///
+/// # Examples
+///
+/// ```
+/// use spillway::{Policy, Spiller, Store};
+/// let dir = tempfile::tempdir().unwrap();
+/// let spiller = Spiller::new(Policy::default(), Store::open(dir.path()).unwrap()).unwrap();
+/// let small = spiller.apply(b"all good\n").unwrap();
+/// assert!(!small.spilled);
+/// assert_eq!(small.content, "all good\n");
+///
+/// let big = "progress...\n".repeat(10_000) + "error: linker failed\n";
+/// let out = spiller.apply(big.as_bytes()).unwrap();
+/// assert!(out.spilled && out.content.len() <= 32 * 1024);
+/// assert!(out.content.ends_with("error: linker failed\n"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct Spiller {
+    policy: Policy,
+    store: Store,
+}
+
+impl Spiller {
+    /// Binds `policy` to `store`.
+    ///
+    /// # Errors
+    ///
+    /// [`PolicyError::BudgetTooSmall`] when the longest notice, with this
+    /// store's object paths in it, does not fit `max_inline_bytes`.
+    pub fn new(policy: Policy, store: Store) -> Result<Self, PolicyError> {
+        policy.check_fits(store.max_path_len())?;
+        Ok(Spiller { policy, store })
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// A new stage. Costs nothing until it is written to.
+    pub fn stage(&self) -> Stage {
+        Stage {
+            spiller: self.clone(),
+            head: Vec::new(),
+            spill: None,
+        }
+    }
+
+    /// Applies the policy to a whole buffer. Gives exactly the outcome of
+    /// writing `input` to a [`Stage`] in any chunks and finishing it.
+    ///
+    /// # Errors
+    ///
+    /// [`FinishError`], only when the policy says
+    /// [`OnStoreError::Fail`] and the store failed.
+    pub fn apply(&self, input: &[u8]) -> Result<Outcome, FinishError> {
+        let mut stage = self.stage();
+        stage.feed(input);
+        stage.finish()
+    }
+}
+
+/// A reference to the stored full output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct SpillRef {
+    /// The object's id.
+    pub id: ContentId,
+    /// The object's file.
+    pub path: PathBuf,
+    /// Bytes the object holds (uncompressed).
+    pub bytes: u64,
+    /// Bytes the object takes on disk.
+    pub stored_bytes: u64,
+    /// `"none"` or `"zstd"`.
+    pub compression: &'static str,
+    /// Whether the object holds less than the whole input (`max_spill_bytes`).
+    pub truncated: bool,
+    /// Whether the object was already in the store, so nothing new was written.
+    pub dedup: bool,
+}
+
+/// What a stage produced: the model-facing text and the facts behind it.
+///
+/// Serialized with serde, its fields are the stable JSON output of
+/// `spillway apply --json`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Outcome {
+    /// Whether the content is a preview rather than the input verbatim.
+    pub spilled: bool,
+    /// The model-facing text.
+    pub content: String,
+    /// Bytes in the input.
+    pub total_bytes: u64,
+    /// Lines in the input (a last line without `\n` counts).
+    pub total_lines: u64,
+    /// `content[..head_bytes]` is a prefix of the input (of its lossy
+    /// decoding when the input is not UTF-8).
+    pub head_bytes: usize,
+    /// The last `tail_bytes` bytes of `content` are a suffix of the input.
+    pub tail_bytes: usize,
+    /// Input bytes that are in neither the head nor the tail.
+    pub omitted_bytes: u64,
+    /// Input lines with at least one omitted byte.
+    pub omitted_lines: u64,
+    /// The first and last of those lines, 1-based, inclusive.
+    pub omitted_range: Option<[u64; 2]>,
+    /// Whether the input is not valid UTF-8 (it is stored byte-exact).
+    pub invalid_utf8: bool,
+    /// Whether the input contains NUL bytes (the content is a description).
+    pub binary: bool,
+    /// The stored full output, when it was stored.
+    pub spill: Option<SpillRef>,
+    /// Why the full output could not be stored, when it could not.
+    pub store_error: Option<String>,
+}
+
+/// `finish()` failed because the store failed and the policy says
+/// [`OnStoreError::Fail`]. The bounded preview is handed back all the same.
+#[derive(Debug)]
+pub struct FinishError {
+    outcome: Box<Outcome>,
+    error: StoreError,
+}
+
+impl FinishError {
+    /// The bounded preview the stage would have returned.
+    pub fn outcome(&self) -> &Outcome {
+        &self.outcome
+    }
+
+    /// Takes the preview out.
+    pub fn into_outcome(self) -> Outcome {
+        *self.outcome
+    }
+
+    /// The store's error.
+    pub fn store_error(&self) -> &StoreError {
+        &self.error
+    }
+}
+
+impl fmt::Display for FinishError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "could not store the full output: {}", self.error)
+    }
+}
+
+impl std::error::Error for FinishError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+/// The last `cap` bytes of a stream.
+struct TailRing {
+    buf: Vec<u8>,
+    cap: usize,
+    /// Where the oldest byte is, once `buf` is full.
+    start: usize,
+}
+
+impl TailRing {
+    fn new(cap: usize) -> Self {
+        TailRing {
+            buf: Vec::new(),
+            cap,
+            start: 0,
+        }
+    }
+
+    fn push(&mut self, data: &[u8]) {
+        if data.len() >= self.cap {
+            self.buf.clear();
+            self.buf.extend_from_slice(&data[data.len() - self.cap..]);
+            self.start = 0;
+            return;
+        }
+        let room = self.cap - self.buf.len();
+        if room > 0 {
+            let n = room.min(data.len());
+            self.buf.extend_from_slice(&data[..n]);
+            self.push_full(&data[n..]);
+        } else {
+            self.push_full(data);
+        }
+    }
+
+    fn push_full(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            let n = (self.cap - self.start).min(data.len());
+            self.buf[self.start..self.start + n].copy_from_slice(&data[..n]);
+            self.start = (self.start + n) % self.cap;
+            data = &data[n..];
+        }
+    }
+
+    fn into_vec(mut self) -> Vec<u8> {
+        self.buf.rotate_left(self.start);
+        self.buf
+    }
+}
+
+/// The state once the input is over budget.
+struct Spilling {
+    measure: Measure,
+    tail: TailRing,
+    writer: Option<ObjectWriter>,
+    error: Option<StoreError>,
+    stored: u64,
+    max_stored: u64,
+}
+
+impl Spilling {
+    fn feed(&mut self, chunk: &[u8]) {
+        self.measure.feed(chunk);
+        self.tail.push(chunk);
+        let room = self.max_stored - self.stored;
+        let part = &chunk[..chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
+        if part.is_empty() {
+            return;
+        }
+        if let Some(w) = self.writer.as_mut() {
+            match w.write_all(part) {
+                Ok(()) => self.stored += part.len() as u64,
+                Err(e) => {
+                    // Dropping the writer removes its temp file.
+                    self.writer = None;
+                    self.error = Some(e);
+                }
+            }
+        }
+    }
+}
+
+/// The streaming spill stage: write the output into it, then
+/// [`finish`](Stage::finish) it.
+///
+/// Until the input passes the budget it is kept in memory. Past it, the
+/// stage streams the input to a temp file in the store (hashing and
+/// compressing as it goes), keeping only the first `max_inline_bytes` and a
+/// rolling window of the last ones: memory stays bounded by twice the budget
+/// plus fixed buffers (about 1 MiB), however long the input.
+///
+/// Writes never fail: a store error is remembered and reported by `finish`.
+///
+/// # Examples
+///
+/// ```
+/// use std::io::Write;
+/// use spillway::{Policy, Spiller, Store};
+/// let dir = tempfile::tempdir().unwrap();
+/// let policy = Policy::builder().max_inline_bytes(1024).build().unwrap();
+/// let spiller = Spiller::new(policy, Store::open(dir.path()).unwrap()).unwrap();
+/// let mut stage = spiller.stage();
+/// for i in 0..1000 {
+///     writeln!(stage, "line {i}").unwrap();
+/// }
+/// let outcome = stage.finish().unwrap();
+/// assert!(outcome.content.len() <= 1024);
+/// assert!(outcome.content.ends_with("line 999\n"));
+/// let spill = outcome.spill.unwrap();
+/// assert_eq!(spill.bytes, outcome.total_bytes);
+/// ```
+pub struct Stage {
+    spiller: Spiller,
+    head: Vec<u8>,
+    spill: Option<Spilling>,
+}
+
+impl fmt::Debug for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stage")
+            .field("buffered", &self.head.len())
+            .field("spilling", &self.spill.is_some())
+            .finish()
+    }
+}
+
+impl io::Write for Stage {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.feed(buf);
+        Ok(buf.len())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.feed(buf);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Stage {
+    /// Bytes written so far.
+    pub fn bytes_written(&self) -> u64 {
+        match &self.spill {
+            Some(s) => s.measure.bytes(),
+            None => self.head.len() as u64,
+        }
+    }
+
+    /// Feeds the next chunk of the input.
+    pub fn feed(&mut self, data: &[u8]) {
+        if let Some(sp) = self.spill.as_mut() {
+            sp.feed(data);
+            return;
+        }
+        let cap = self.spiller.policy.max_inline_bytes();
+        if self.head.len() + data.len() <= cap {
+            self.head.extend_from_slice(data);
+            return;
+        }
+        let take = cap - self.head.len();
+        self.head.extend_from_slice(&data[..take]);
+        let policy = &self.spiller.policy;
+        let (writer, error) = match self
+            .spiller
+            .store
+            .writer(policy.compression(), policy.durability())
+        {
+            Ok(w) => (Some(w), None),
+            Err(e) => (None, Some(e)),
+        };
+        let mut sp = Spilling {
+            measure: Measure::new(),
+            tail: TailRing::new(cap + TAIL_CONTEXT),
+            writer,
+            error,
+            stored: 0,
+            max_stored: policy.max_spill_bytes(),
+        };
+        sp.feed(&self.head);
+        sp.feed(&data[take..]);
+        self.spill = Some(sp);
+    }
+
+    /// Finishes the stage: publishes the stored object (if any) and returns
+    /// the outcome. Under budget, valid UTF-8 and without NUL bytes, the
+    /// content is the input unchanged and nothing touches the disk.
+    ///
+    /// # Errors
+    ///
+    /// [`FinishError`], only when the store failed and the policy says
+    /// [`OnStoreError::Fail`]. It carries the bounded preview.
+    pub fn finish(self) -> Result<Outcome, FinishError> {
+        let Stage {
+            spiller,
+            head,
+            spill,
+        } = self;
+        let policy = &spiller.policy;
+        match spill {
+            None => {
+                let lines = count_lines(&head);
+                let binary = memchr::memchr(0, &head).is_some();
+                let head = if !binary && policy.max_inline_lines().is_none_or(|l| lines <= l) {
+                    match String::from_utf8(head) {
+                        Ok(content) => return Ok(inline(content, lines)),
+                        Err(e) => e.into_bytes(),
+                    }
+                } else {
+                    head
+                };
+                let valid = std::str::from_utf8(&head).is_ok();
+                let stored = spiller
+                    .store
+                    .put(&head, policy.compression(), policy.durability());
+                let facts = Facts {
+                    total_bytes: head.len() as u64,
+                    total_newlines: bytecount::count(&head, b'\n') as u64,
+                    total_lines: lines,
+                    valid_utf8: valid,
+                    binary,
+                };
+                conclude(policy, &facts, &head, &head, stored)
+            }
+            Some(sp) => {
+                let stored = match (sp.writer, sp.error) {
+                    (_, Some(e)) => Err(e),
+                    (Some(w), None) => w.finish(),
+                    (None, None) => unreachable_writer(),
+                };
+                let facts = Facts {
+                    total_bytes: sp.measure.bytes(),
+                    total_newlines: sp.measure.newlines(),
+                    total_lines: sp.measure.lines(),
+                    valid_utf8: sp.measure.valid_utf8(),
+                    binary: sp.measure.has_nul(),
+                };
+                let tail = sp.tail.into_vec();
+                conclude(policy, &facts, &head, &tail, stored)
+            }
+        }
+    }
+}
+
+fn unreachable_writer() -> Result<Stored, StoreError> {
+    Err(StoreError::Io {
+        op: "finish",
+        path: PathBuf::new(),
+        source: io::Error::other("spill writer missing"),
+    })
+}
+
+fn inline(content: String, lines: u64) -> Outcome {
+    Outcome {
+        spilled: false,
+        total_bytes: content.len() as u64,
+        total_lines: lines,
+        head_bytes: content.len(),
+        tail_bytes: 0,
+        omitted_bytes: 0,
+        omitted_lines: 0,
+        omitted_range: None,
+        invalid_utf8: false,
+        binary: false,
+        spill: None,
+        store_error: None,
+        content,
+    }
+}
+
+struct Facts {
+    total_bytes: u64,
+    total_newlines: u64,
+    total_lines: u64,
+    valid_utf8: bool,
+    binary: bool,
+}
+
+fn conclude(
+    policy: &Policy,
+    f: &Facts,
+    head: &[u8],
+    tail: &[u8],
+    stored: Result<Stored, StoreError>,
+) -> Result<Outcome, FinishError> {
+    let id_text;
+    let path_text;
+    let error_text;
+    let (location, stored_bytes, unstored_bytes) = match &stored {
+        Ok(s) => {
+            id_text = s.id.to_string();
+            path_text = one_line(&s.path.to_string_lossy(), usize::MAX);
+            (
+                Ok((id_text.as_str(), path_text.as_str())),
+                s.bytes,
+                f.total_bytes - s.bytes,
+            )
+        }
+        Err(e) => {
+            error_text = one_line(&e.to_string(), MAX_ERROR_BYTES);
+            (Err(error_text.as_str()), 0, 0)
+        }
+    };
+    let input = preview::Input {
+        head,
+        tail,
+        tail_start: f.total_bytes - tail.len() as u64,
+        total_bytes: f.total_bytes,
+        total_newlines: f.total_newlines,
+        total_lines: f.total_lines,
+        valid_utf8: f.valid_utf8,
+        binary: f.binary,
+    };
+    let limits = preview::Limits {
+        bytes: policy.max_inline_bytes(),
+        lines: policy.max_inline_lines(),
+        head_percent: policy.head_percent(),
+        templates: policy.templates(),
+    };
+    let place = preview::Place {
+        location,
+        stored_bytes,
+        unstored_bytes,
+    };
+    let p = preview::build(&input, &limits, &place);
+    let (spill, error) = match stored {
+        Ok(s) => (
+            Some(SpillRef {
+                truncated: s.bytes < f.total_bytes,
+                id: s.id,
+                path: s.path,
+                bytes: s.bytes,
+                stored_bytes: s.stored_bytes,
+                compression: s.compression.name(),
+                dedup: s.dedup,
+            }),
+            None,
+        ),
+        Err(e) => (None, Some(e)),
+    };
+    let outcome = Outcome {
+        spilled: true,
+        content: p.content,
+        total_bytes: f.total_bytes,
+        total_lines: f.total_lines,
+        head_bytes: p.head_bytes,
+        tail_bytes: p.tail_bytes,
+        omitted_bytes: p.omitted_bytes,
+        omitted_lines: p.omitted_lines,
+        omitted_range: p.omitted_range.map(|(a, b)| [a, b]),
+        invalid_utf8: !f.valid_utf8,
+        binary: f.binary,
+        spill,
+        store_error: error.as_ref().map(ToString::to_string),
+    };
+    match error {
+        Some(error) if policy.on_store_error() == OnStoreError::Fail => Err(FinishError {
+            outcome: Box::new(outcome),
+            error,
+        }),
+        _ => Ok(outcome),
+    }
+}
+
+impl Outcome {
+    /// Whether the store was asked to keep the output and could not.
+    pub fn store_failed(&self) -> bool {
+        self.store_error.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_ring_keeps_the_last_bytes_for_any_chunking() {
+        let data: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+        for cap in [1, 7, 64, 999, 1000, 1001] {
+            for chunk in [1, 3, 64, 500, 1000] {
+                let mut r = TailRing::new(cap);
+                for c in data.chunks(chunk) {
+                    r.push(c);
+                }
+                let want = &data[data.len().saturating_sub(cap)..];
+                assert_eq!(r.into_vec(), want, "cap {cap} chunk {chunk}");
+            }
+        }
+    }
+
+    #[test]
+    fn compression_names() {
+        use crate::policy::Compression;
+        assert_eq!(Compression::None.name(), "none");
+        assert_eq!(Compression::Zstd { level: 3 }.name(), "zstd");
+    }
+}

@@ -1,0 +1,498 @@
+//! Reading, verifying and listing objects.
+
+use std::fmt;
+use std::fs;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use super::write::{parse_trailer, TRAILER_LEN};
+use super::{open_regular, ContentId, IdPrefix, Store, StoreError, ZSTD_SUFFIX};
+use crate::policy::Compression;
+
+const READ_CHUNK: usize = 1 << 20;
+
+/// Lines `first` to `last`, 1-based and inclusive, as written `A:B`. Either
+/// end may be left out: `A:` reads to the end, `:B` from the start.
+///
+/// # Examples
+///
+/// ```
+/// use spillway::LineRange;
+/// let r: LineRange = "10:20".parse().unwrap();
+/// assert_eq!((r.first, r.last), (10, Some(20)));
+/// assert!("20:10".parse::<LineRange>().is_err());
+/// assert!("0:5".parse::<LineRange>().is_err());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineRange {
+    /// The first line, from 1.
+    pub first: u64,
+    /// The last line, inclusive; `None` for the end.
+    pub last: Option<u64>,
+}
+
+/// Bytes `start` to `end`, 0-based and half-open, as written `A:B`. Either
+/// end may be left out.
+///
+/// # Examples
+///
+/// ```
+/// use spillway::ByteRange;
+/// let r: ByteRange = "0:100".parse().unwrap();
+/// assert_eq!((r.start, r.end), (0, Some(100)));
+/// assert!("100:0".parse::<ByteRange>().is_err());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ByteRange {
+    /// The first byte, from 0.
+    pub start: u64,
+    /// One past the last byte; `None` for the end.
+    pub end: Option<u64>,
+}
+
+/// A malformed range.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RangeError(String);
+
+impl fmt::Display for RangeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RangeError {}
+
+fn split_range(s: &str, what: &str) -> Result<(Option<u64>, Option<u64>), RangeError> {
+    let bad = |why: &str| RangeError(format!("invalid {what} range {s:?}: {why}"));
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| bad("expected A:B, A: or :B"))?;
+    let num = |t: &str| -> Result<Option<u64>, RangeError> {
+        let t = t.trim();
+        if t.is_empty() {
+            return Ok(None);
+        }
+        if !t.bytes().all(|c| c.is_ascii_digit()) {
+            return Err(bad("ends must be whole numbers, 0 or more"));
+        }
+        t.parse().map(Some).map_err(|_| bad("number too large"))
+    };
+    Ok((num(a)?, num(b)?))
+}
+
+impl FromStr for LineRange {
+    type Err = RangeError;
+
+    fn from_str(s: &str) -> Result<Self, RangeError> {
+        let (a, b) = split_range(s, "line")?;
+        let first = a.unwrap_or(1);
+        if first == 0 || b == Some(0) {
+            return Err(RangeError(format!(
+                "invalid line range {s:?}: lines are numbered from 1"
+            )));
+        }
+        if b.is_some_and(|b| b < first) {
+            return Err(RangeError(format!(
+                "invalid line range {s:?}: the end comes before the start"
+            )));
+        }
+        Ok(LineRange { first, last: b })
+    }
+}
+
+impl FromStr for ByteRange {
+    type Err = RangeError;
+
+    fn from_str(s: &str) -> Result<Self, RangeError> {
+        let (a, b) = split_range(s, "byte")?;
+        let start = a.unwrap_or(0);
+        if b.is_some_and(|b| b < start) {
+            return Err(RangeError(format!(
+                "invalid byte range {s:?}: the end comes before the start"
+            )));
+        }
+        Ok(ByteRange { start, end: b })
+    }
+}
+
+/// What part of an object to read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Selection {
+    /// Every byte.
+    All,
+    /// A byte range.
+    Bytes(ByteRange),
+    /// A line range (lines as [`count_lines`](crate::Outcome::total_lines) counts them).
+    Lines(LineRange),
+}
+
+/// What `ls` knows of an object.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ObjectInfo {
+    /// Its id.
+    pub id: ContentId,
+    /// Its file.
+    pub path: PathBuf,
+    /// Its uncompressed size (from the trailer for zstd objects).
+    pub bytes: u64,
+    /// Its size on disk.
+    pub stored_bytes: u64,
+    /// How it is compressed.
+    #[serde(serialize_with = "compression_name")]
+    pub compression: Compression,
+    /// When it was last written or reused.
+    #[serde(skip)]
+    pub modified: Option<SystemTime>,
+}
+
+fn compression_name<S: serde::Serializer>(c: &Compression, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(c.name())
+}
+
+/// Copies the selected part of each chunk into `out`.
+struct Selector {
+    sel: Selection,
+    pos: u64,
+    line: u64,
+    out: Vec<u8>,
+}
+
+impl Selector {
+    fn feed(&mut self, chunk: &[u8]) {
+        let start = self.pos;
+        self.pos += chunk.len() as u64;
+        match self.sel {
+            Selection::All => self.out.extend_from_slice(chunk),
+            Selection::Bytes(r) => {
+                let end = r.end.unwrap_or(u64::MAX);
+                let lo = r.start.max(start);
+                let hi = end.min(self.pos);
+                if lo < hi {
+                    self.out
+                        .extend_from_slice(&chunk[(lo - start) as usize..(hi - start) as usize]);
+                }
+            }
+            Selection::Lines(r) => self.feed_lines(chunk, r),
+        }
+    }
+
+    fn feed_lines(&mut self, chunk: &[u8], r: LineRange) {
+        let last = r.last.unwrap_or(u64::MAX);
+        let mut i = 0;
+        while i < chunk.len() && self.line <= last {
+            let rest = &chunk[i..];
+            if self.line < r.first {
+                let need = r.first - self.line;
+                let newlines = bytecount::count(rest, b'\n') as u64;
+                if newlines < need {
+                    self.line += newlines;
+                    return;
+                }
+                let j = memchr::memchr_iter(b'\n', rest)
+                    .nth((need - 1) as usize)
+                    .unwrap_or(rest.len() - 1);
+                self.line = r.first;
+                i += j + 1;
+                continue;
+            }
+            let need = last - self.line + 1;
+            let stop = usize::try_from(need - 1)
+                .ok()
+                .and_then(|n| memchr::memchr_iter(b'\n', rest).nth(n));
+            match stop {
+                Some(j) => {
+                    self.out.extend_from_slice(&rest[..=j]);
+                    self.line = last.saturating_add(1);
+                    return;
+                }
+                None => {
+                    self.line += bytecount::count(rest, b'\n') as u64;
+                    self.out.extend_from_slice(rest);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl Store {
+    /// Finds the file of an object.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`], or [`StoreError::Symlink`] /
+    /// [`StoreError::WrongKind`] for a hostile object path.
+    pub fn locate(&self, id: &ContentId) -> Result<(PathBuf, Compression), StoreError> {
+        for compression in [Compression::None, Compression::Zstd { level: 1 }] {
+            let path = self.object_path(id, compression);
+            match fs::symlink_metadata(&path) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(StoreError::Symlink { path });
+                }
+                Ok(_) => return Ok((path, compression)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io("inspect", &path)(e)),
+            }
+        }
+        Err(StoreError::NotFound { id: id.to_string() })
+    }
+
+    /// The one object whose id starts with `prefix`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`] or [`StoreError::Ambiguous`].
+    pub fn resolve(&self, prefix: &IdPrefix) -> Result<ContentId, StoreError> {
+        if let Some(id) = prefix.full() {
+            return self.locate(&id).map(|_| id);
+        }
+        let hex = prefix.hex();
+        let shard = self.objects_dir().join(&hex[..2]);
+        let mut found: Vec<ContentId> = Vec::new();
+        let entries = match fs::read_dir(&shard) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(StoreError::NotFound {
+                    id: prefix.to_string(),
+                })
+            }
+            Err(e) => return Err(StoreError::io("list", &shard)(e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(StoreError::io("list", &shard))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let rest = name.strip_suffix(ZSTD_SUFFIX).unwrap_or(name);
+            let Ok(id) = ContentId::from_hex(&format!("{}{rest}", &hex[..2])) else {
+                continue;
+            };
+            if prefix.matches(&id) && !found.contains(&id) {
+                found.push(id);
+            }
+        }
+        match found.len() {
+            0 => Err(StoreError::NotFound {
+                id: prefix.to_string(),
+            }),
+            1 => Ok(found[0]),
+            n => Err(StoreError::Ambiguous {
+                prefix: prefix.to_string(),
+                matches: n,
+            }),
+        }
+    }
+
+    /// Reads part or all of an object. The whole object is always hashed and
+    /// checked against its id before any byte is returned, so a corrupt or
+    /// truncated object is an error, never wrong bytes. Memory: the selected
+    /// bytes plus a 1 MiB buffer.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`], [`StoreError::Corrupt`],
+    /// [`StoreError::OutOfRange`] when the selection starts past the end, or
+    /// an I/O error.
+    pub fn read(&self, id: &ContentId, sel: &Selection) -> Result<Vec<u8>, StoreError> {
+        let (path, compression) = self.locate(id)?;
+        let mut selector = Selector {
+            sel: *sel,
+            pos: 0,
+            line: 1,
+            out: Vec::new(),
+        };
+        let mut newlines = 0u64;
+        let mut last = None;
+        let info = self.scan(id, &path, compression, &mut |chunk| {
+            newlines += bytecount::count(chunk, b'\n') as u64;
+            last = chunk.last().copied().or(last);
+            selector.feed(chunk);
+        })?;
+        let size = info.bytes;
+        let total_lines = newlines + u64::from(last.is_some_and(|b| b != b'\n'));
+        match *sel {
+            Selection::Bytes(r) if r.start > size => Err(StoreError::OutOfRange {
+                detail: format!(
+                    "byte range starts at byte {}, but {id} has {size} bytes",
+                    r.start
+                ),
+            }),
+            Selection::Lines(r) if r.first > total_lines.max(1) => Err(StoreError::OutOfRange {
+                detail: format!(
+                    "line range starts at line {}, but {id} has {total_lines} lines",
+                    r.first
+                ),
+            }),
+            _ => Ok(selector.out),
+        }
+    }
+
+    /// Re-hashes one object file and checks it against `id`.
+    pub(crate) fn verify_path(
+        &self,
+        id: &ContentId,
+        path: &Path,
+        compression: Compression,
+    ) -> Result<ObjectInfo, StoreError> {
+        self.scan(id, path, compression, &mut |_| {})
+    }
+
+    /// Re-hashes an object and checks it against its id.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Corrupt`] and the errors of [`Store::locate`].
+    pub fn verify(&self, id: &ContentId) -> Result<ObjectInfo, StoreError> {
+        let (path, compression) = self.locate(id)?;
+        self.verify_path(id, &path, compression)
+    }
+
+    /// Streams an object's bytes through `f`, then checks the hash (and for
+    /// zstd objects the recorded size).
+    fn scan(
+        &self,
+        id: &ContentId,
+        path: &Path,
+        compression: Compression,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<ObjectInfo, StoreError> {
+        let corrupt = |reason: String| StoreError::Corrupt {
+            id: *id,
+            path: path.to_path_buf(),
+            reason,
+        };
+        let mut file = open_regular(path)?;
+        let meta = file.metadata().map_err(StoreError::io("inspect", path))?;
+        let stored_bytes = meta.len();
+        let expected = match compression {
+            Compression::None => None,
+            Compression::Zstd { .. } => {
+                if stored_bytes < TRAILER_LEN as u64 {
+                    return Err(corrupt("too short for a zstd object".into()));
+                }
+                let mut t = [0u8; TRAILER_LEN];
+                file.seek(SeekFrom::End(-(TRAILER_LEN as i64)))
+                    .and_then(|_| file.read_exact(&mut t))
+                    .and_then(|_| file.rewind())
+                    .map_err(StoreError::io("read", path))?;
+                Some(parse_trailer(&t).ok_or_else(|| corrupt("missing size trailer".into()))?)
+            }
+        };
+        let mut hasher = blake3::Hasher::new();
+        let mut buf = vec![0u8; READ_CHUNK];
+        let mut total: u64 = 0;
+        let mut reader: Box<dyn Read> = match compression {
+            Compression::None => Box::new(file),
+            Compression::Zstd { .. } => Box::new(
+                zstd::stream::read::Decoder::new(file)
+                    .map_err(|e| corrupt(format!("zstd: {e}")))?,
+            ),
+        };
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if compression != Compression::None => {
+                    return Err(corrupt(format!("zstd: {e}")))
+                }
+                Err(e) => return Err(StoreError::io("read", path)(e)),
+            };
+            total += n as u64;
+            if expected.is_some_and(|want| total > want) {
+                return Err(corrupt("more data than its trailer records".into()));
+            }
+            hasher.update(&buf[..n]);
+            f(&buf[..n]);
+        }
+        if let Some(want) = expected {
+            if total != want {
+                return Err(corrupt(format!(
+                    "decompressed to {total} bytes, but its trailer records {want}"
+                )));
+            }
+        }
+        if ContentId::from_hash(hasher.finalize()) != *id {
+            return Err(corrupt("its bytes do not hash to its id".into()));
+        }
+        Ok(ObjectInfo {
+            id: *id,
+            path: path.to_path_buf(),
+            bytes: total,
+            stored_bytes,
+            compression,
+            modified: meta.modified().ok(),
+        })
+    }
+
+    /// Every object in the store, without reading their contents. Files
+    /// that are not objects are skipped.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error listing a directory. A store that does not exist yet is
+    /// empty, not an error.
+    pub fn list(&self) -> Result<Vec<ObjectInfo>, StoreError> {
+        let mut out = Vec::new();
+        let objects = self.objects_dir();
+        let shards = match fs::read_dir(objects) {
+            Ok(s) => s,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(StoreError::io("list", objects)(e)),
+        };
+        for shard in shards {
+            let shard = shard.map_err(StoreError::io("list", objects))?;
+            let Some(prefix) = shard.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            if !shard.file_type().is_ok_and(|t| t.is_dir()) || prefix.len() != 2 {
+                continue;
+            }
+            let dir = shard.path();
+            for entry in fs::read_dir(&dir).map_err(StoreError::io("list", &dir))? {
+                let entry = entry.map_err(StoreError::io("list", &dir))?;
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                let (rest, compression) = match name.strip_suffix(ZSTD_SUFFIX) {
+                    Some(r) => (r, Compression::Zstd { level: 1 }),
+                    None => (name, Compression::None),
+                };
+                let Ok(id) = ContentId::from_hex(&format!("{prefix}{rest}")) else {
+                    continue;
+                };
+                let Ok(meta) = entry.metadata() else { continue };
+                if !meta.is_file() {
+                    continue;
+                }
+                let path = entry.path();
+                let bytes = match compression {
+                    Compression::None => meta.len(),
+                    Compression::Zstd { .. } => read_trailer(&path).unwrap_or(0),
+                };
+                out.push(ObjectInfo {
+                    id,
+                    path,
+                    bytes,
+                    stored_bytes: meta.len(),
+                    compression,
+                    modified: meta.modified().ok(),
+                });
+            }
+        }
+        out.sort_by(|a, b| a.id.cmp(&b.id).then(a.path.cmp(&b.path)));
+        Ok(out)
+    }
+}
+
+fn read_trailer(path: &Path) -> Option<u64> {
+    let mut f = open_regular(path).ok()?;
+    let mut t = [0u8; TRAILER_LEN];
+    f.seek(SeekFrom::End(-(TRAILER_LEN as i64))).ok()?;
+    f.read_exact(&mut t).ok()?;
+    parse_trailer(&t)
+}
