@@ -224,9 +224,11 @@ fn escape_safe_back(b: &[u8], mut c: usize) -> usize {
         let Some(e) = memchr::memrchr(ESC, &b[floor..c]).map(|i| floor + i) else {
             break;
         };
-        match escape_len(&b[e..c]) {
-            Some(_) => break,
-            None => c = e,
+        // Judge the sequence on all the text there is: a string sequence
+        // can end at an ESC that lies past the cut.
+        match escape_len(&b[e..]) {
+            Some(len) if e + len <= c => break,
+            _ => c = e,
         }
     }
     c

@@ -1,0 +1,231 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+pub mod oracle;
+
+use spillway::{Compression, ContentId, Durability, Outcome, Policy, Spiller, Store};
+
+/// A fresh store in a temp dir (kept alive by the returned guard).
+pub fn temp_store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path().join("store")).expect("open store");
+    (dir, store)
+}
+
+/// The smallest budget a policy accepts with this store's paths.
+pub fn min_budget(store: &Store) -> usize {
+    Policy::default().notice_bound(store.max_path_len()).0 + 2
+}
+
+pub fn policy(
+    bytes: usize,
+    lines: Option<u64>,
+    head_percent: u8,
+    compression: Compression,
+) -> Policy {
+    Policy::builder()
+        .max_inline_bytes(bytes as u64)
+        .max_inline_lines(lines)
+        .head_percent(u64::from(head_percent))
+        .compression(compression)
+        .durability(Durability::Relaxed)
+        .build()
+        .expect("valid policy")
+}
+
+/// Feeds `input` to a stage in chunks of the given sizes (cycled).
+pub fn apply_chunked(spiller: &Spiller, input: &[u8], sizes: &[usize]) -> Outcome {
+    let mut stage = spiller.stage();
+    let mut at = 0;
+    let mut i = 0;
+    while at < input.len() {
+        let n = sizes[i % sizes.len()].max(1).min(input.len() - at);
+        stage.feed(&input[at..at + n]);
+        at += n;
+        i += 1;
+    }
+    stage.finish().expect("finish")
+}
+
+/// The oracle's expectation for this input, with the store the stage used.
+pub fn expected(input: &[u8], policy: &Policy, store: &Store) -> oracle::Expected {
+    let stored = (input.len() as u64).min(policy.max_spill_bytes()) as usize;
+    let id = ContentId::of(&input[..stored]);
+    let path = store.object_path(&id, policy.compression());
+    let id_text = id.to_string();
+    let path_text = path.to_string_lossy().into_owned();
+    oracle::expected(
+        input,
+        &oracle::Budget {
+            bytes: policy.max_inline_bytes(),
+            lines: policy.max_inline_lines(),
+            head_percent: policy.head_percent(),
+        },
+        Ok(oracle::Where {
+            id: &id_text,
+            path: &path_text,
+            stored_bytes: stored as u64,
+        }),
+    )
+}
+
+/// The parts of an outcome the oracle predicts.
+pub fn observed(o: &Outcome) -> oracle::Expected {
+    oracle::Expected {
+        spilled: o.spilled,
+        content: o.content.clone(),
+        head_bytes: o.head_bytes,
+        tail_bytes: o.tail_bytes,
+        omitted_bytes: o.omitted_bytes,
+        omitted_lines: o.omitted_lines,
+        omitted_range: o.omitted_range,
+        invalid_utf8: o.invalid_utf8,
+        binary: o.binary,
+    }
+}
+
+fn lines_of(b: &[u8]) -> u64 {
+    let nl = b.iter().filter(|&&c| c == b'\n').count() as u64;
+    nl + u64::from(b.last().is_some_and(|&c| c != b'\n'))
+}
+
+/// Checks every preview rule that can be checked from the outside.
+pub fn check_rules(input: &[u8], policy: &Policy, o: &Outcome) {
+    let cap = policy.max_inline_bytes();
+    let content = o.content.as_bytes();
+    assert!(
+        content.len() <= cap,
+        "content {} bytes > budget {cap}",
+        content.len()
+    );
+    if let Some(l) = policy.max_inline_lines() {
+        assert!(
+            lines_of(content) <= l,
+            "content has {} lines > cap {l}",
+            lines_of(content)
+        );
+    }
+    assert_eq!(o.total_bytes, input.len() as u64);
+    assert_eq!(o.total_lines, lines_of(input));
+    let lossy = String::from_utf8_lossy(input);
+    let lossy = lossy.as_bytes();
+    if !o.spilled {
+        assert_eq!(content, input, "inline content must be the input unchanged");
+        assert!(o.spill.is_none());
+        return;
+    }
+    assert!(o.head_bytes + o.tail_bytes <= content.len());
+    let head = &content[..o.head_bytes];
+    let tail = &content[content.len() - o.tail_bytes..];
+    assert!(lossy.starts_with(head), "head is not a prefix of the input");
+    assert!(lossy.ends_with(tail), "tail is not a suffix of the input");
+    if o.binary {
+        assert_eq!((o.head_bytes, o.tail_bytes), (0, 0));
+    }
+    if !o.invalid_utf8 && !o.binary {
+        assert_eq!(
+            o.head_bytes as u64 + o.tail_bytes as u64 + o.omitted_bytes,
+            o.total_bytes,
+            "head, tail and omitted must add up to the input"
+        );
+    }
+    if o.omitted_bytes > 0 && !o.binary {
+        let [first, last] = o.omitted_range.expect("omitted range");
+        assert_eq!(o.omitted_lines, last - first + 1);
+        assert_eq!(
+            first,
+            1 + head.iter().filter(|&&c| c == b'\n').count() as u64
+        );
+        assert!(last <= o.total_lines);
+        // The notice sits on its own line between head and tail.
+        let middle = &o.content[o.head_bytes..o.content.len() - o.tail_bytes];
+        assert!(
+            middle.trim_matches('\n').starts_with("[spillway:"),
+            "notice missing: {middle:?}"
+        );
+        assert!(middle.contains(&format!("lines {first}-{last}")));
+        // A cut content is never longer than the input (when the input is
+        // longer than the notice itself).
+        assert!(content.len() <= input.len().max(middle.len() + 1));
+        // Mid-line cuts only when not even one whole line fits.
+        if !head.is_empty() && !head.ends_with(b"\n") {
+            assert!(
+                !head.contains(&b'\n'),
+                "head cut mid-line though a whole line fit"
+            );
+            assert!(
+                !(head.ends_with(b"\r") && lossy.get(head.len()) == Some(&b'\n')),
+                "head splits CRLF"
+            );
+        }
+        let tail_starts_line =
+            lossy.len() == tail.len() || lossy[lossy.len() - tail.len() - 1] == b'\n';
+        if !tail.is_empty() && !tail_starts_line {
+            assert!(
+                !tail[..tail.len() - 1].contains(&b'\n'),
+                "tail cut mid-line though a whole line fit"
+            );
+            assert!(
+                !(tail.starts_with(b"\n") && lossy[lossy.len() - tail.len() - 1] == b'\r'),
+                "tail splits CRLF"
+            );
+        }
+    }
+    if let Some(s) = &o.spill {
+        assert_eq!(s.bytes, (input.len() as u64).min(policy.max_spill_bytes()));
+        assert_eq!(s.id, ContentId::of(&input[..s.bytes as usize]));
+        assert_eq!(s.truncated, s.bytes < input.len() as u64);
+    }
+}
+
+/// Generated tool output: build lines with ANSI colour, tracebacks, CRLF,
+/// non-ASCII text, and the occasional very long line. Deterministic in `seed`.
+pub fn tool_output(seed: u64, target: usize) -> Vec<u8> {
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407)
+        | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut out = Vec::with_capacity(target + 256);
+    let mut i = 0u64;
+    while out.len() < target {
+        i += 1;
+        match next() % 10 {
+            0..=3 => out.extend_from_slice(
+                format!(
+                    "\x1b[32m   Compiling\x1b[0m crate-{i} v0.{}.0\n",
+                    next() % 50
+                )
+                .as_bytes(),
+            ),
+            4 => out.extend_from_slice(
+                format!("test module_{i}::case_{} ... ok\n", next() % 999).as_bytes(),
+            ),
+            5 => out.extend_from_slice(
+                b"Traceback (most recent call last):\r\n  File \"app.py\", line 3, in <module>\r\n",
+            ),
+            6 => out.extend_from_slice(
+                format!(
+                    "{{\"id\":{i},\"msg\":\"r\u{e9}sum\u{e9} \u{2713} \u{1F600}\",\"ok\":true}}\n"
+                )
+                .as_bytes(),
+            ),
+            7 => out.extend_from_slice("warning: unused variable `\u{3b1}\u{3b2}`\n".as_bytes()),
+            8 => {
+                let n = (next() % 3000) as usize;
+                out.extend(std::iter::repeat_n(b'x', n));
+                out.push(b'\n');
+            }
+            _ => out.extend_from_slice(
+                format!("\x1b]8;;https://example.org/{i}\x1b\\link\x1b]8;;\x1b\\ done\n")
+                    .as_bytes(),
+            ),
+        }
+    }
+    out
+}
