@@ -1,0 +1,323 @@
+//! The `spillway` binary, run for real on real inputs.
+
+mod support;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn spillway(store: &Path, args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spillway"))
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn spillway");
+    let mut pipe = child.stdin.take().unwrap();
+    let input = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("wait");
+    writer.join().unwrap();
+    out
+}
+
+fn json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+fn count_files(dir: &Path) -> usize {
+    walk(dir).len()
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.path().is_dir() {
+            v.extend(walk(&e.path()));
+        } else {
+            v.push(e.path());
+        }
+    }
+    v
+}
+
+fn lines_of(b: &[u8]) -> u64 {
+    let nl = b.iter().filter(|&&c| c == b'\n').count() as u64;
+    nl + u64::from(b.last().is_some_and(|&c| c != b'\n'))
+}
+
+/// Inputs of every kind the README promises to handle.
+fn corpus(budget: usize) -> Vec<(&'static str, Vec<u8>)> {
+    let mut emoji_cuts = Vec::new();
+    for shift in 0..4 {
+        let mut v = vec![b'.'; shift];
+        while v.len() < 3 * budget {
+            v.extend_from_slice("😀".as_bytes());
+        }
+        emoji_cuts.push(v);
+    }
+    let build_log = support::tool_output(11, 400_000);
+    let traceback = "Traceback (most recent call last):\n  File \"x.py\", line 1\n".repeat(3000)
+        + "ValueError: bad\n";
+    let crlf = "line\r\n".repeat(20_000);
+    let json_line = format!(
+        "[{}]",
+        (0..20_000)
+            .map(|i| format!("{{\"k\":{i}}}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let mut binary: Vec<u8> = (0..=255u8).cycle().take(100_000).collect();
+    binary[5] = 0;
+    let invalid = [b"ok ".to_vec(), vec![0xFF, 0xFE], b" end\n".to_vec()].concat();
+    let invalid_big = [vec![b'a'; budget], vec![0xC3], vec![b'b'; budget]].concat();
+    let mut cases: Vec<(&'static str, Vec<u8>)> = vec![
+        ("build log with ANSI colour", build_log),
+        ("traceback", traceback.into_bytes()),
+        ("CRLF text", crlf.into_bytes()),
+        ("minified JSON", json_line.into_bytes()),
+        ("binary", binary),
+        ("invalid UTF-8, small", invalid),
+        ("invalid UTF-8, large", invalid_big),
+        ("empty", Vec::new()),
+        ("exactly the budget", vec![b'q'; budget]),
+        ("one byte over", vec![b'q'; budget + 1]),
+    ];
+    for v in emoji_cuts {
+        cases.push(("emoji at every cut position", v));
+    }
+    cases
+}
+
+#[test]
+fn apply_json_obeys_every_rule_and_show_returns_the_exact_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let budget = 4096;
+    for (name, input) in corpus(budget) {
+        let out = spillway(
+            &store,
+            &["apply", "--json", "--max-inline-bytes", "4KiB"],
+            &input,
+        );
+        let v = json(&out);
+        let content = v["content"].as_str().unwrap().as_bytes();
+        assert!(content.len() <= budget, "{name}: {} bytes", content.len());
+        assert_eq!(
+            v["total_bytes"].as_u64().unwrap(),
+            input.len() as u64,
+            "{name}"
+        );
+        assert_eq!(
+            v["total_lines"].as_u64().unwrap(),
+            lines_of(&input),
+            "{name}"
+        );
+        let lossy = String::from_utf8_lossy(&input).into_owned();
+        let head = v["head_bytes"].as_u64().unwrap() as usize;
+        let tail = v["tail_bytes"].as_u64().unwrap() as usize;
+        assert!(
+            lossy.as_bytes().starts_with(&content[..head]),
+            "{name}: head"
+        );
+        assert!(
+            lossy.as_bytes().ends_with(&content[content.len() - tail..]),
+            "{name}: tail"
+        );
+        let spilled = v["spilled"].as_bool().unwrap();
+        let fits =
+            input.len() <= budget && std::str::from_utf8(&input).is_ok() && !input.contains(&0);
+        assert_eq!(spilled, !fits, "{name}");
+        assert_eq!(
+            v["invalid_utf8"].as_bool().unwrap(),
+            std::str::from_utf8(&input).is_err(),
+            "{name}"
+        );
+        if !spilled {
+            assert_eq!(content, &input[..], "{name}: inline content is the input");
+            assert!(v["spill"].is_null());
+            continue;
+        }
+        let id = v["spill"]["id"].as_str().unwrap().to_string();
+        assert!(v["store_error"].is_null());
+        // `show` writes the exact input back.
+        let shown = spillway(&store, &["show", &id], b"");
+        assert!(shown.status.success());
+        assert_eq!(shown.stdout, input, "{name}: show");
+        // The notice's read command works as printed.
+        if let Some([a, b]) = v["omitted_range"]
+            .as_array()
+            .map(|r| [r[0].as_u64().unwrap(), r[1].as_u64().unwrap()])
+        {
+            if !v["binary"].as_bool().unwrap() {
+                let range = format!("{a}:{b}");
+                assert!(
+                    v["content"]
+                        .as_str()
+                        .unwrap()
+                        .contains(&format!("--lines {range}")),
+                    "{name}"
+                );
+                let part = spillway(&store, &["show", &id[7..20], "--lines", &range], b"");
+                assert!(
+                    part.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&part.stderr)
+                );
+                let omitted = v["omitted_bytes"].as_u64().unwrap() as usize;
+                assert!(
+                    part.stdout.len() >= omitted,
+                    "{name}: the lines cover what was omitted"
+                );
+            }
+        }
+        // A second apply stores nothing new.
+        let files = count_files(&store);
+        let again = json(&spillway(
+            &store,
+            &["apply", "--json", "--max-inline-bytes", "4KiB"],
+            &input,
+        ));
+        assert_eq!(again["content"], v["content"], "{name}: same bytes out");
+        assert_eq!(again["spill"]["dedup"], Value::Bool(true), "{name}");
+        assert_eq!(count_files(&store), files, "{name}: nothing new stored");
+    }
+}
+
+#[test]
+fn apply_reads_files_and_dash_and_prints_the_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let file = dir.path().join("in.txt");
+    std::fs::write(&file, b"hello\n").unwrap();
+    let out = spillway(&store, &["apply", file.to_str().unwrap()], b"");
+    assert_eq!(out.stdout, b"hello\n");
+    let out = spillway(&store, &["apply", "-"], b"from stdin");
+    assert_eq!(out.stdout, b"from stdin");
+    assert!(!store.exists(), "nothing under budget touches the disk");
+}
+
+#[test]
+fn bad_input_gets_one_line_errors_and_exit_status_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let full = "ab".repeat(32);
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["show", "blake3:../../etc/passwd"],
+            "invalid content id",
+        ),
+        (vec!["show", "BLAKE3:ABCDEF0123"], "invalid content id"),
+        (vec!["show", "0123abcd"], "no stored object"),
+        (vec!["show", &full], "no stored object"),
+        (vec!["apply", "--max-inline-bytes", "0"], "use at least"),
+        (
+            vec!["apply", "--max-inline-bytes", "65MiB"],
+            "above the limit",
+        ),
+        (vec!["apply", "/no/such/file"], "open /no/such/file"),
+        (vec!["apply", "--head-percent", "150"], "head_percent"),
+        (
+            vec!["apply", "--compress", "none", "--level", "3"],
+            "compression is none",
+        ),
+        (vec!["apply", "--level", "99"], "zstd level"),
+    ];
+    for (args, want) in cases {
+        let out = spillway(&store, &args, b"x");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.starts_with("spillway: ") && err.contains(want),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+    // Sizes that do not parse are refused by the argument parser.
+    for bad in ["-5", "1.5", "lots", "12 parsecs"] {
+        let flag = format!("--max-inline-bytes={bad}");
+        let out = spillway(&store, &["apply", &flag], b"x");
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("invalid value"),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn show_refuses_a_corrupt_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let input = support::tool_output(12, 200_000);
+    let v = json(&spillway(
+        &store,
+        &["apply", "--json", "--compress", "none"],
+        &input,
+    ));
+    let path = v["spill"]["path"].as_str().unwrap();
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes[1000] ^= 0x20;
+    std::fs::write(path, bytes).unwrap();
+    let out = spillway(&store, &["show", v["spill"]["id"].as_str().unwrap()], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stdout.is_empty(),
+        "no bytes of a corrupt object reach stdout"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("corrupt"));
+}
+
+#[test]
+fn the_store_is_private_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    for umask in ["000", "022", "777"] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        let script = format!(
+            "umask {umask}; exec \"$0\" --store \"$1\" apply --json --max-inline-bytes 1KiB",
+        );
+        let mut child = Command::new("sh")
+            .args([
+                "-c",
+                &script,
+                env!("CARGO_BIN_EXE_spillway"),
+                store.to_str().unwrap(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(&support::tool_output(13, 50_000))
+            .unwrap();
+        let v = json(&child.wait_with_output().unwrap());
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let object = Path::new(v["spill"]["path"].as_str().unwrap());
+        assert_eq!(mode(object), 0o600, "umask {umask}: object");
+        assert_eq!(mode(&store), 0o700, "umask {umask}: root");
+        for sub in ["v1", "v1/objects", "v1/tmp"] {
+            assert_eq!(mode(&store.join(sub)), 0o700, "umask {umask}: {sub}");
+        }
+        assert_eq!(
+            mode(object.parent().unwrap()),
+            0o700,
+            "umask {umask}: shard"
+        );
+    }
+}

@@ -1,0 +1,295 @@
+//! The store: round trips, dedup, verification, hostile paths and failures.
+
+mod support;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+
+use spillway::{
+    ByteRange, Compression, ContentId, Durability, IdPrefix, LineRange, OnStoreError, Policy,
+    Selection, Spiller, Store, StoreError,
+};
+use support::*;
+
+const RAW: Compression = Compression::None;
+const ZSTD: Compression = Compression::Zstd { level: 1 };
+
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(files_under(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn objects_round_trip_raw_and_zstd_and_ids_are_blake3() {
+    let (_d, store) = temp_store();
+    let data = tool_output(1, 3 << 20);
+    for c in [RAW, ZSTD, Compression::Zstd { level: 3 }] {
+        let s = store.put(&data, c, Durability::Durable).unwrap();
+        assert_eq!(s.id.to_hex(), blake3::hash(&data).to_hex().as_str());
+        assert_eq!(store.read(&s.id, &Selection::All).unwrap(), data);
+    }
+    let s = store.put(b"", ZSTD, Durability::Durable).unwrap();
+    assert_eq!(store.read(&s.id, &Selection::All).unwrap(), b"");
+}
+
+#[test]
+fn a_second_write_of_the_same_content_stores_nothing_new() {
+    let (_d, store) = temp_store();
+    let data = tool_output(2, 200_000);
+    let first = store.put(&data, ZSTD, Durability::Durable).unwrap();
+    assert!(!first.dedup);
+    let before = files_under(store.root());
+    let old = fs::metadata(&first.path).unwrap().modified().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    // Also through the streaming writer, and with the other compression.
+    for c in [ZSTD, RAW] {
+        let mut w = store.writer(c, Durability::Durable).unwrap();
+        for chunk in data.chunks(4097) {
+            w.write_all(chunk).unwrap();
+        }
+        let again = w.finish().unwrap();
+        assert!(again.dedup);
+        assert_eq!(again.path, first.path);
+    }
+    assert_eq!(files_under(store.root()), before);
+    let new = fs::metadata(&first.path).unwrap().modified().unwrap();
+    assert!(new > old, "a dedup hit refreshes the object's mtime");
+}
+
+#[test]
+fn objects_and_directories_are_private() {
+    let (_d, store) = temp_store();
+    let s = store.put(b"secret\n", RAW, Durability::Durable).unwrap();
+    let mode = |p: &std::path::Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&s.path), 0o600);
+    assert_eq!(mode(store.root()), 0o700);
+    assert_eq!(mode(s.path.parent().unwrap()), 0o700);
+    assert_eq!(mode(store.tmp_dir()), 0o700);
+}
+
+#[test]
+fn corrupt_and_truncated_objects_are_errors_never_wrong_bytes() {
+    let (_d, store) = temp_store();
+    let data = tool_output(3, 100_000);
+    for c in [RAW, ZSTD] {
+        let s = store.put(&data, c, Durability::Relaxed).unwrap();
+        let good = fs::read(&s.path).unwrap();
+        let mut damaged: Vec<Vec<u8>> = Vec::new();
+        for at in [0, good.len() / 2, good.len() - 1] {
+            let mut b = good.clone();
+            b[at] ^= 0x01;
+            damaged.push(b);
+        }
+        damaged.push(good[..good.len() / 2].to_vec());
+        damaged.push(Vec::new());
+        damaged.push([good.clone(), b"extra".to_vec()].concat());
+        for bytes in damaged {
+            fs::write(&s.path, &bytes).unwrap();
+            for sel in [
+                Selection::All,
+                Selection::Lines("1:2".parse().unwrap()),
+                Selection::Bytes("0:10".parse().unwrap()),
+            ] {
+                match store.read(&s.id, &sel) {
+                    Err(StoreError::Corrupt { id, .. }) => assert_eq!(id, s.id),
+                    other => panic!("{c:?}: expected Corrupt, got {other:?}"),
+                }
+            }
+            // Writing the content again repairs the object.
+            let again = store.put(&data, c, Durability::Relaxed).unwrap();
+            assert!(!again.dedup);
+            assert_eq!(store.read(&s.id, &Selection::All).unwrap(), data);
+        }
+        fs::remove_file(&s.path).unwrap();
+    }
+}
+
+#[test]
+fn symlinks_are_never_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("elsewhere");
+    fs::create_dir(&target).unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let store = Store::open(&link).unwrap();
+    let err = store.put(b"x", RAW, Durability::Relaxed).unwrap_err();
+    assert!(matches!(err, StoreError::Symlink { .. }), "{err}");
+    assert!(
+        fs::read_dir(&target).unwrap().next().is_none(),
+        "nothing written through the link"
+    );
+
+    // An object path that is a symlink is refused on read and replaced on write.
+    let (_d, store) = temp_store();
+    let s = store.put(b"real\n", RAW, Durability::Relaxed).unwrap();
+    let decoy = dir.path().join("decoy");
+    fs::write(&decoy, b"real\n").unwrap();
+    fs::remove_file(&s.path).unwrap();
+    std::os::unix::fs::symlink(&decoy, &s.path).unwrap();
+    assert!(matches!(
+        store.read(&s.id, &Selection::All),
+        Err(StoreError::Symlink { .. })
+    ));
+    let again = store.put(b"real\n", RAW, Durability::Relaxed).unwrap();
+    assert!(!fs::symlink_metadata(&again.path)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        fs::read(&decoy).unwrap(),
+        b"real\n",
+        "the link's target is untouched"
+    );
+    assert_eq!(store.read(&s.id, &Selection::All).unwrap(), b"real\n");
+}
+
+#[test]
+fn ranges_select_exactly_and_bad_ranges_are_clear_errors() {
+    let (_d, store) = temp_store();
+    let text = b"one\ntwo\r\nthree\nfour";
+    let s = store.put(text, ZSTD, Durability::Relaxed).unwrap();
+    let read = |sel: &str, lines: bool| {
+        let sel = if lines {
+            Selection::Lines(sel.parse::<LineRange>().unwrap())
+        } else {
+            Selection::Bytes(sel.parse::<ByteRange>().unwrap())
+        };
+        store.read(&s.id, &sel)
+    };
+    let lines: Vec<&[u8]> = vec![b"one\n", b"two\r\n", b"three\n", b"four"];
+    for a in 1..=4 {
+        for b in a..=6 {
+            let want: Vec<u8> = lines[a - 1..b.min(4)].concat();
+            assert_eq!(read(&format!("{a}:{b}"), true).unwrap(), want, "{a}:{b}");
+        }
+    }
+    assert_eq!(read("3:", true).unwrap(), b"three\nfour");
+    assert_eq!(read(":1", true).unwrap(), b"one\n");
+    assert_eq!(read("2:5", false).unwrap(), b"e\nt");
+    assert_eq!(read("15:", false).unwrap(), b"four");
+    assert_eq!(read("19:", false).unwrap(), b"");
+    assert!(matches!(
+        read("5:9", true),
+        Err(StoreError::OutOfRange { .. })
+    ));
+    assert!(matches!(
+        read("20:", false),
+        Err(StoreError::OutOfRange { .. })
+    ));
+    for bad in ["3:2", "0:1", "a:b", "1-2", "-1:2", "1.5:2", ""] {
+        assert!(bad.parse::<LineRange>().is_err(), "{bad}");
+    }
+    assert!("9:3".parse::<ByteRange>().is_err());
+}
+
+#[test]
+fn prefixes_resolve_uniquely() {
+    let (_d, store) = temp_store();
+    let s = store.put(b"abc", RAW, Durability::Relaxed).unwrap();
+    let hex = s.id.to_hex();
+    let p: IdPrefix = hex[..8].parse().unwrap();
+    assert_eq!(store.resolve(&p).unwrap(), s.id);
+    // Two objects sharing a prefix: plant a second name in the shard.
+    let twin = format!("{}{}", &hex[2..8], "0".repeat(56));
+    fs::write(s.path.parent().unwrap().join(twin), b"x").unwrap();
+    assert!(matches!(
+        store.resolve(&p),
+        Err(StoreError::Ambiguous { matches: 2, .. })
+    ));
+    assert_eq!(store.resolve(&hex[..12].parse().unwrap()).unwrap(), s.id);
+    let missing: IdPrefix = "ffffffff".parse().unwrap();
+    assert!(matches!(
+        store.resolve(&missing),
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+#[test]
+fn a_store_that_cannot_be_written_still_gives_a_bounded_preview() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("not-a-dir");
+    fs::write(&root, b"a file where the store should be").unwrap();
+    let store = Store::open(&root).unwrap();
+    let input = tool_output(4, 500_000);
+    let policy = policy(4096, None, 30, ZSTD);
+    let o = Spiller::new(policy.clone(), store.clone())
+        .unwrap()
+        .apply(&input)
+        .unwrap();
+    check_rules(&input, &policy, &o);
+    assert!(o.spill.is_none());
+    let err = o.store_error.as_deref().unwrap();
+    assert!(err.contains("not-a-dir"), "{err}");
+    assert!(o.content.contains("could not be saved"));
+    assert!(o
+        .content
+        .ends_with(std::str::from_utf8(&input[input.len() - 20..]).unwrap()));
+
+    // In fail mode, finish fails but hands the preview back.
+    let fail = Policy::builder()
+        .max_inline_bytes(4096)
+        .on_store_error(OnStoreError::Fail)
+        .build()
+        .unwrap();
+    let e = Spiller::new(fail, store)
+        .unwrap()
+        .apply(&input)
+        .unwrap_err();
+    assert!(e.to_string().contains("could not store the full output"));
+    assert_eq!(e.outcome().content, o.content);
+}
+
+#[test]
+fn past_max_spill_bytes_the_stream_is_counted_and_the_tail_is_the_true_end() {
+    let (_d, store) = temp_store();
+    let input = tool_output(5, 300_000);
+    let policy = Policy::builder()
+        .max_inline_bytes(4096)
+        .max_spill_bytes(100_000)
+        .durability(Durability::Relaxed)
+        .build()
+        .unwrap();
+    let o = Spiller::new(policy.clone(), store.clone())
+        .unwrap()
+        .apply(&input)
+        .unwrap();
+    check_rules(&input, &policy, &o);
+    let s = o.spill.as_ref().unwrap();
+    assert!(s.truncated);
+    assert_eq!(s.bytes, 100_000);
+    assert_eq!(
+        store.read(&s.id, &Selection::All).unwrap(),
+        &input[..100_000]
+    );
+    let unstored = input.len() - 100_000;
+    assert!(
+        o.content
+            .contains(&format!("the last {unstored} bytes were not")),
+        "{}",
+        o.content
+    );
+    assert_eq!(o.total_bytes, input.len() as u64);
+}
+
+#[test]
+fn no_temp_file_survives_a_finished_or_abandoned_writer() {
+    let (_d, store) = temp_store();
+    let mut w = store.writer(ZSTD, Durability::Relaxed).unwrap();
+    w.write_all(&tool_output(6, 3 << 20)).unwrap();
+    drop(w);
+    let w = store.writer(RAW, Durability::Relaxed).unwrap();
+    w.finish().unwrap();
+    assert_eq!(fs::read_dir(store.tmp_dir()).unwrap().count(), 0);
+    let _ = ContentId::of(b"");
+}
