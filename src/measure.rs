@@ -14,22 +14,12 @@ pub(crate) struct Measure {
     utf8: Utf8State,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 struct Utf8State {
     invalid: bool,
     /// The start of a multi-byte sequence cut by the end of the last chunk.
     pending: [u8; 4],
     pending_len: u8,
-}
-
-impl Default for Utf8State {
-    fn default() -> Self {
-        Utf8State {
-            invalid: false,
-            pending: [0; 4],
-            pending_len: 0,
-        }
-    }
 }
 
 /// The length of the UTF-8 sequence a lead byte starts (0 for a byte that

@@ -174,7 +174,7 @@ impl Template {
     }
 
     pub(crate) fn uses(&self, var: Var) -> bool {
-        self.parts.iter().any(|p| *p == Part::Var(var))
+        self.parts.contains(&Part::Var(var))
     }
 
     fn parse_default(s: &'static str) -> Template {

@@ -654,7 +654,8 @@ mod tests {
 
     #[test]
     fn every_bad_value_has_its_own_error() {
-        let cases: Vec<(PolicyBuilder, fn(&PolicyError) -> bool)> = vec![
+        type Check = fn(&PolicyError) -> bool;
+        let cases: Vec<(PolicyBuilder, Check)> = vec![
             (Policy::builder().max_inline_bytes(0).clone(), |e| {
                 matches!(e, PolicyError::BudgetTooSmall { got: 0, .. })
             }),

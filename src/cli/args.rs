@@ -113,24 +113,25 @@ impl PolicyArgs {
     /// The flags as a config layer.
     pub fn to_config(&self) -> PolicyConfig {
         use spillway::policy::CompressionKind;
-        let mut c = PolicyConfig::default();
-        c.max_inline_bytes = self.max_inline_bytes;
-        c.max_inline_lines = self.max_inline_lines;
-        c.head_percent = self.head_percent;
-        c.max_spill_bytes = self.max_spill_bytes;
-        c.compression = self.compress.map(|k| match k {
-            CompressArg::None => CompressionKind::None,
-            CompressArg::Zstd => CompressionKind::Zstd,
-        });
-        c.zstd_level = self.level;
-        c.on_store_error = self.on_store_error.map(|m| match m {
-            StoreErrorArg::Preview => spillway::OnStoreError::Preview,
-            StoreErrorArg::Fail => spillway::OnStoreError::Fail,
-        });
-        c.durability = self.durability.map(|d| match d {
-            DurabilityArg::Durable => spillway::Durability::Durable,
-            DurabilityArg::Relaxed => spillway::Durability::Relaxed,
-        });
-        c
+        PolicyConfig {
+            max_inline_bytes: self.max_inline_bytes,
+            max_inline_lines: self.max_inline_lines,
+            head_percent: self.head_percent,
+            max_spill_bytes: self.max_spill_bytes,
+            compression: self.compress.map(|k| match k {
+                CompressArg::None => CompressionKind::None,
+                CompressArg::Zstd => CompressionKind::Zstd,
+            }),
+            zstd_level: self.level,
+            on_store_error: self.on_store_error.map(|m| match m {
+                StoreErrorArg::Preview => spillway::OnStoreError::Preview,
+                StoreErrorArg::Fail => spillway::OnStoreError::Fail,
+            }),
+            durability: self.durability.map(|d| match d {
+                DurabilityArg::Durable => spillway::Durability::Durable,
+                DurabilityArg::Relaxed => spillway::Durability::Relaxed,
+            }),
+            notice: None,
+        }
     }
 }

@@ -37,6 +37,30 @@ pub fn run(cli: Cli) -> Result<i32> {
     }
 }
 
+/// Widens a pipe on stdin to 1 MiB (best effort, Linux), so a fast producer
+/// and this process wake each other 16 times less often than with the
+/// default 64 KiB.
+fn widen_stdin_pipe() {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        use std::os::unix::io::AsRawFd;
+        let stdin = io::stdin();
+        let fd = stdin.as_raw_fd();
+        let is_pipe = std::fs::File::open("/proc/self/fd/0")
+            .and_then(|f| f.metadata())
+            .map(|m| m.file_type().is_fifo())
+            .unwrap_or(false);
+        if is_pipe {
+            // SAFETY: F_SETPIPE_SZ takes an integer argument and only
+            // changes the pipe's capacity; failure leaves it as it was.
+            unsafe {
+                libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20);
+            }
+        }
+    }
+}
+
 /// Streams `reader` into a stage in 1 MiB reads.
 fn stream(spiller: &Spiller, reader: &mut dyn Read) -> io::Result<spillway::Stage> {
     let mut stage = spiller.stage();
@@ -54,6 +78,7 @@ fn stream(spiller: &Spiller, reader: &mut dyn Read) -> io::Result<spillway::Stag
 fn apply(store: &Store, args: ApplyArgs) -> Result<i32> {
     let policy = args.policy.to_config().build().context("policy")?;
     let spiller = Spiller::new(policy, store.clone()).context("policy")?;
+    widen_stdin_pipe();
     let stage = match args.file.as_deref() {
         None => stream(&spiller, &mut io::stdin().lock()).context("read stdin")?,
         Some(p) if p.as_os_str() == "-" => {
