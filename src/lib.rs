@@ -59,7 +59,7 @@ pub use policy::{
 };
 pub use stage::{FinishError, Outcome, SpillRef, Spiller, Stage};
 pub use store::{
-    ByteRange, ContentId, IdError, IdPrefix, LineRange, ObjectInfo, Selection, Store, StoreError,
-    Stored,
+    ByteRange, ContentId, GcOptions, GcReport, IdError, IdPrefix, LineRange, ObjectInfo, Selection,
+    Stats, Store, StoreError, Stored, VerifyReport,
 };
 pub use units::{ByteSize, HumanDuration, ParseUnitError};

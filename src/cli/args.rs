@@ -3,17 +3,27 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use spillway::{ByteSize, PolicyConfig};
+use spillway::{ByteSize, HumanDuration, PolicyConfig};
 
 /// Bounded, line-aware previews of large tool output, with the full output
 /// kept once in a private content-addressed store.
 #[derive(Parser, Debug)]
 #[command(name = "spillway", version, about, long_about = None)]
 pub struct Cli {
-    /// The store directory. Default: $SPILLWAY_STORE, else the user's cache
-    /// directory ($XDG_CACHE_HOME/spillway or ~/.cache/spillway).
+    /// The store directory. Default: the config file's `store`, else
+    /// $SPILLWAY_STORE, else $XDG_CACHE_HOME/spillway or ~/.cache/spillway.
     #[arg(long, global = true, value_name = "DIR")]
     pub store: Option<PathBuf>,
+
+    /// The config file (TOML). Default: $SPILLWAY_CONFIG, else
+    /// $XDG_CONFIG_HOME/spillway/config.toml or ~/.config/spillway/config.toml
+    /// when it exists.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// No progress on stderr, even on a terminal.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
 
     #[command(subcommand)]
     pub command: Command,
@@ -27,12 +37,41 @@ pub enum Command {
         spillway apply --max-inline-bytes 16KiB --json build.log\n  \
         spillway apply --max-inline-lines 200 --compress none < test-output.txt")]
     Apply(ApplyArgs),
+    /// Run a command; capture stdout and stderr as one stream; print the
+    /// model-facing text; exit with the command's status (128+N for signal N).
+    #[command(after_help = "Examples:\n  \
+        spillway run -- cargo test\n  \
+        spillway run --max-inline-bytes 8KiB --json -- make -j2\n  \
+        spillway run -- sh -c 'ls -R / 2>&1'")]
+    Run(RunArgs),
     /// Write a stored object (or a part of it) to stdout, byte-exact.
     #[command(after_help = "Examples:\n  \
-        spillway show blake3:3f2a…  (the id a notice printed)\n  \
+        spillway show blake3:3f2a9c01…  (the id a notice printed)\n  \
         spillway show 3f2a9c01 --lines 120:480\n  \
         spillway show 3f2a9c01 --bytes 0:4096 > head.bin")]
     Show(ShowArgs),
+    /// List stored objects: id, size, size on disk, compression, age.
+    #[command(after_help = "Examples:\n  spillway ls\n  spillway ls --json | jq '.[].id'")]
+    Ls(JsonArg),
+    /// Re-hash every object; move corrupt ones to quarantine; remove temp
+    /// files of dead writers. Exits 1 if anything was corrupt.
+    #[command(after_help = "Examples:\n  spillway verify\n  spillway verify --grace 1h --json")]
+    Verify(VerifyArgs),
+    /// Remove least-recently-used objects until the store is under quota and
+    /// nothing is older than the age limit; keep what sessions reference.
+    #[command(after_help = "Examples:\n  \
+        spillway gc --max-bytes 2GiB\n  \
+        spillway gc --max-age 7d --keep-referenced-by session.jsonl\n  \
+        spillway gc --max-bytes 500MiB --dry-run")]
+    Gc(GcArgs),
+    /// Objects, bytes stored, bytes before compression, compression ratio.
+    #[command(after_help = "Examples:\n  spillway stats\n  spillway stats --json")]
+    Stats(JsonArg),
+    /// Print the effective configuration and where each value came from.
+    #[command(after_help = "Examples:\n  \
+        spillway config\n  \
+        SPILLWAY_MAX_INLINE_BYTES=8KiB spillway config --json")]
+    Config(ConfigArgs),
 }
 
 #[derive(Args, Debug)]
@@ -47,6 +86,18 @@ pub struct ApplyArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Print one JSON object (the outcome, plus `exit_code` and `signal`).
+    #[arg(long)]
+    pub json: bool,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Args, Debug)]
 pub struct ShowArgs {
     /// The object's id, or a unique prefix of at least 8 hex digits.
     pub id: String,
@@ -56,6 +107,55 @@ pub struct ShowArgs {
     /// Only bytes A to B (0-based, half-open; `A:` or `:B` leave an end open).
     #[arg(long, value_name = "A:B")]
     pub bytes: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct JsonArg {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// Remove unlocked temp files older than this. Default: 15m.
+    #[arg(long, value_name = "DURATION", default_value = "15m")]
+    pub grace: HumanDuration,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct GcArgs {
+    /// Remove least-recently-used objects until the store takes at most this
+    /// much disk.
+    #[arg(long, value_name = "SIZE")]
+    pub max_bytes: Option<ByteSize>,
+    /// Remove objects unused for longer than this (`12h`, `7d`).
+    #[arg(long, value_name = "DURATION")]
+    pub max_age: Option<HumanDuration>,
+    /// Never remove an object this session log references (repeatable).
+    #[arg(long, value_name = "SESSION.jsonl")]
+    pub keep_referenced_by: Vec<PathBuf>,
+    /// Say what would be removed; remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Remove unlocked temp files older than this. Default: 15m.
+    #[arg(long, value_name = "DURATION", default_value = "15m")]
+    pub grace: HumanDuration,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ConfigArgs {
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -78,7 +178,7 @@ pub enum DurabilityArg {
     Relaxed,
 }
 
-/// Policy flags; each overrides the configuration.
+/// Policy flags; each overrides the config file and the environment.
 #[derive(Args, Debug, Default)]
 pub struct PolicyArgs {
     /// Cap on the printed text in bytes, notice included (`50000`, `64KiB`,

@@ -1,116 +1,196 @@
 //! The commands.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Read};
-use std::path::PathBuf;
+use std::os::unix::io::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command as Process, Stdio};
+use std::time::SystemTime;
 
 use anyhow::{anyhow, Context, Result};
-use spillway::{ByteRange, ContentId, IdPrefix, LineRange, Outcome, Selection, Spiller, Store};
+use serde_json::json;
+use spillway::store::referenced_ids;
+use spillway::{
+    ByteRange, ByteSize, ContentId, GcOptions, HumanDuration, IdPrefix, LineRange, Outcome,
+    Selection, Spiller, Store,
+};
 
-use super::args::{ApplyArgs, Cli, Command, ShowArgs};
+use super::args::{
+    ApplyArgs, Cli, Command, ConfigArgs, GcArgs, JsonArg, PolicyArgs, RunArgs, ShowArgs, VerifyArgs,
+};
+use super::config::{self, Effective};
 use super::emit;
-
-/// The default store: $SPILLWAY_STORE, else the user's cache directory.
-fn store_dir(flag: Option<PathBuf>) -> Result<PathBuf> {
-    if let Some(dir) = flag {
-        return Ok(dir);
-    }
-    if let Some(dir) = std::env::var_os("SPILLWAY_STORE").filter(|v| !v.is_empty()) {
-        return Ok(dir.into());
-    }
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(dir).join("spillway"));
-    }
-    if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(home).join(".cache").join("spillway"));
-    }
-    Err(anyhow!(
-        "no store directory: pass --store DIR or set SPILLWAY_STORE"
-    ))
-}
+use super::progress::Progress;
 
 pub fn run(cli: Cli) -> Result<i32> {
-    let store = Store::open(store_dir(cli.store)?).context("store")?;
+    let flags = match &cli.command {
+        Command::Apply(a) => a.policy.to_config(),
+        Command::Run(a) => a.policy.to_config(),
+        Command::Config(a) => a.policy.to_config(),
+        _ => PolicyArgs::default().to_config(),
+    };
+    let eff = config::load(cli.store, cli.config, &flags)?;
+    let store = Store::open(&eff.store).context("store")?;
+    let quiet = cli.quiet;
     match cli.command {
-        Command::Apply(args) => apply(&store, args),
+        Command::Apply(args) => apply(&eff, &store, args, quiet),
+        Command::Run(args) => run_command(&eff, &store, args),
         Command::Show(args) => show(&store, args),
+        Command::Ls(args) => ls(&store, args),
+        Command::Verify(args) => verify(&store, args, quiet),
+        Command::Gc(args) => gc(&store, args, quiet),
+        Command::Stats(args) => stats(&store, args),
+        Command::Config(args) => show_config(&eff, args),
     }
 }
 
-/// Widens a pipe on stdin to 1 MiB (best effort, Linux), so a fast producer
-/// and this process wake each other 16 times less often than with the
-/// default 64 KiB.
-fn widen_stdin_pipe() {
+/// Widens a pipe to 1 MiB (best effort, Linux), so a fast producer and this
+/// process wake each other 16 times less often than with the default 64 KiB.
+fn widen_pipe(fd: i32) {
     #[cfg(target_os = "linux")]
     {
-        use std::os::unix::fs::FileTypeExt;
-        use std::os::unix::io::AsRawFd;
-        let stdin = io::stdin();
-        let fd = stdin.as_raw_fd();
-        let is_pipe = std::fs::File::open("/proc/self/fd/0")
-            .and_then(|f| f.metadata())
-            .map(|m| m.file_type().is_fifo())
-            .unwrap_or(false);
-        if is_pipe {
-            // SAFETY: F_SETPIPE_SZ takes an integer argument and only
-            // changes the pipe's capacity; failure leaves it as it was.
-            unsafe {
-                libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20);
-            }
+        // SAFETY: F_SETPIPE_SZ takes an integer argument and only changes
+        // the pipe's capacity; on anything but a pipe it fails harmlessly.
+        unsafe {
+            libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20);
         }
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = fd;
 }
 
 /// Streams `reader` into a stage in 1 MiB reads.
-fn stream(spiller: &Spiller, reader: &mut dyn Read) -> io::Result<spillway::Stage> {
+fn stream(
+    spiller: &Spiller,
+    reader: &mut dyn Read,
+    progress: &mut Progress,
+    size: Option<u64>,
+) -> io::Result<spillway::Stage> {
     let mut stage = spiller.stage();
     let mut buf = vec![0u8; 1 << 20];
     loop {
         match reader.read(&mut buf) {
             Ok(0) => return Ok(stage),
-            Ok(n) => stage.feed(&buf[..n]),
+            Ok(n) => {
+                stage.feed(&buf[..n]);
+                progress.bytes(stage.bytes_written(), size);
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
 }
 
-fn apply(store: &Store, args: ApplyArgs) -> Result<i32> {
-    let policy = args.policy.to_config().build().context("policy")?;
-    let spiller = Spiller::new(policy, store.clone()).context("policy")?;
-    widen_stdin_pipe();
-    let stage = match args.file.as_deref() {
-        None => stream(&spiller, &mut io::stdin().lock()).context("read stdin")?,
-        Some(p) if p.as_os_str() == "-" => {
-            stream(&spiller, &mut io::stdin().lock()).context("read stdin")?
-        }
-        Some(p) => {
-            let mut f = File::open(p).with_context(|| format!("open {}", p.display()))?;
-            stream(&spiller, &mut f).with_context(|| format!("read {}", p.display()))?
-        }
-    };
-    let (outcome, failure) = match stage.finish() {
+fn spiller(eff: &Effective, store: &Store) -> Result<Spiller> {
+    Spiller::new(eff.policy.clone(), store.clone()).context("policy")
+}
+
+/// Finishes a stage; a store failure in fail mode still yields the preview.
+fn finish(stage: spillway::Stage) -> (Outcome, Option<String>) {
+    match stage.finish() {
         Ok(o) => (o, None),
         Err(e) => {
             let msg = e.to_string();
             (e.into_outcome(), Some(msg))
         }
-    };
-    print_outcome(&outcome, args.json)?;
-    if let Some(msg) = failure {
-        return Err(anyhow!(msg));
     }
-    Ok(0)
 }
 
-fn print_outcome(outcome: &Outcome, json: bool) -> Result<()> {
-    if json {
-        let mut text = serde_json::to_string(outcome)?;
+fn apply(eff: &Effective, store: &Store, args: ApplyArgs, quiet: bool) -> Result<i32> {
+    let spiller = spiller(eff, store)?;
+    let mut progress = Progress::new("apply", quiet);
+    let stage = match args.file.as_deref() {
+        Some(p) if p.as_os_str() != "-" => {
+            let mut f = File::open(p).with_context(|| format!("open {}", p.display()))?;
+            let size = f.metadata().ok().map(|m| m.len());
+            stream(&spiller, &mut f, &mut progress, size)
+                .with_context(|| format!("read {}", p.display()))?
+        }
+        _ => {
+            let stdin = io::stdin();
+            widen_pipe(stdin.as_raw_fd());
+            stream(&spiller, &mut stdin.lock(), &mut progress, None).context("read stdin")?
+        }
+    };
+    progress.clear();
+    let (outcome, failure) = finish(stage);
+    if args.json {
+        let mut text = serde_json::to_string(&outcome)?;
         text.push('\n');
-        emit(text.as_bytes())
+        emit(text.as_bytes())?;
     } else {
-        emit(outcome.content.as_bytes())
+        emit(outcome.content.as_bytes())?;
     }
+    match failure {
+        Some(msg) => Err(anyhow!(msg)),
+        None => Ok(0),
+    }
+}
+
+/// A pipe whose ends close on exec.
+fn pipe() -> io::Result<(File, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    unsafe { Ok((File::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))) }
+}
+
+fn run_command(eff: &Effective, store: &Store, args: RunArgs) -> Result<i32> {
+    let spiller = spiller(eff, store)?;
+    let program = &args.command[0];
+    let shown = program.to_string_lossy().into_owned();
+    let (mut reader, writer) = pipe().context("run: create pipe")?;
+    widen_pipe(reader.as_raw_fd());
+    let child = {
+        // stdout and stderr share one pipe, so the order is the order in
+        // which the command wrote. The parent's copies of the write end are
+        // dropped with this Command, before reading.
+        let err_end = writer.try_clone().context("run: create pipe")?;
+        let mut cmd = Process::new(program);
+        cmd.args(&args.command[1..])
+            .stdin(Stdio::inherit())
+            .stdout(Stdio::from(writer))
+            .stderr(Stdio::from(err_end));
+        cmd.spawn()
+    };
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            let code = match e.kind() {
+                io::ErrorKind::NotFound => 127,
+                _ => 126,
+            };
+            eprintln!("spillway: run: cannot start {shown}: {e}");
+            return Ok(code);
+        }
+    };
+    let mut progress = Progress::new("run", true);
+    let stage = stream(&spiller, &mut reader, &mut progress, None).context("run: read output")?;
+    let status = child.wait().context("run: wait")?;
+    let (outcome, failure) = finish(stage);
+    let signal = status.signal();
+    let code = status.code().unwrap_or_else(|| 128 + signal.unwrap_or(0));
+    if args.json {
+        let mut v = serde_json::to_value(&outcome)?;
+        v["exit_code"] = json!(status.code());
+        v["signal"] = json!(signal);
+        let mut text = serde_json::to_string(&v)?;
+        text.push('\n');
+        emit(text.as_bytes())?;
+    } else {
+        emit(outcome.content.as_bytes())?;
+    }
+    if let Some(msg) = failure {
+        eprintln!("spillway: run: {msg}");
+        if code == 0 {
+            return Ok(1);
+        }
+    }
+    Ok(code)
 }
 
 fn show(store: &Store, args: ShowArgs) -> Result<i32> {
@@ -128,5 +208,199 @@ fn show(store: &Store, args: ShowArgs) -> Result<i32> {
     };
     let bytes = store.read(&id, &sel)?;
     emit(&bytes)?;
+    Ok(0)
+}
+
+fn age(t: Option<SystemTime>) -> String {
+    let secs = t
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .map_or(0, |d| d.as_secs());
+    HumanDuration::new(std::time::Duration::from_secs(secs)).to_string()
+}
+
+fn ls(store: &Store, args: JsonArg) -> Result<i32> {
+    let objects = store.list()?;
+    if args.json {
+        let rows: Vec<_> = objects
+            .iter()
+            .map(|o| {
+                json!({
+                    "id": o.id, "path": o.path, "bytes": o.bytes,
+                    "stored_bytes": o.stored_bytes, "compression": o.compression.name(),
+                    "age_seconds": o.modified.and_then(|t| SystemTime::now().duration_since(t).ok()).map(|d| d.as_secs()),
+                })
+            })
+            .collect();
+        emit(format!("{}\n", serde_json::to_string(&rows)?).as_bytes())?;
+        return Ok(0);
+    }
+    let mut out = String::new();
+    if !objects.is_empty() {
+        out.push_str(&format!(
+            "{:<71}  {:>10}  {:>10}  {:<4}  {}\n",
+            "ID", "SIZE", "STORED", "COMP", "AGE"
+        ));
+    }
+    for o in &objects {
+        out.push_str(&format!(
+            "{:<71}  {:>10}  {:>10}  {:<4}  {}\n",
+            o.id.to_string(),
+            ByteSize::new(o.bytes).to_string(),
+            ByteSize::new(o.stored_bytes).to_string(),
+            o.compression.name(),
+            age(o.modified)
+        ));
+    }
+    emit(out.as_bytes())?;
+    Ok(0)
+}
+
+fn verify(store: &Store, args: VerifyArgs, quiet: bool) -> Result<i32> {
+    let mut progress = Progress::new("verify", quiet);
+    let report = store.verify_all(args.grace.get(), &mut |d, t| progress.items(d, t))?;
+    progress.clear();
+    if args.json {
+        emit(format!("{}\n", serde_json::to_string(&report)?).as_bytes())?;
+    } else {
+        let mut out = format!(
+            "verified {} objects ({}); {} corrupt; removed {} temp files of dead writers\n",
+            report.ok,
+            ByteSize::new(report.ok_bytes),
+            report.corrupt.len(),
+            report.temp_removed
+        );
+        for c in &report.corrupt {
+            let to = c
+                .quarantined
+                .as_ref()
+                .map_or("could not be moved".to_string(), |p| {
+                    format!("moved to {}", p.display())
+                });
+            out.push_str(&format!("corrupt {}: {} ({to})\n", c.id, c.reason));
+        }
+        emit(out.as_bytes())?;
+    }
+    Ok(if report.corrupt.is_empty() { 0 } else { 1 })
+}
+
+fn gc(store: &Store, args: GcArgs, quiet: bool) -> Result<i32> {
+    let mut keep = HashSet::new();
+    for path in &args.keep_referenced_by {
+        let bytes = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
+        keep.extend(referenced_ids(&String::from_utf8_lossy(&bytes)));
+    }
+    let mut opts = GcOptions::default();
+    opts.max_bytes = args.max_bytes.map(ByteSize::get);
+    opts.max_age = args.max_age.map(HumanDuration::get);
+    opts.keep = keep;
+    opts.dry_run = args.dry_run;
+    opts.temp_grace = args.grace.get();
+    let mut progress = Progress::new("gc", quiet);
+    let report = store.gc(&opts, &mut |d, t| progress.items(d, t))?;
+    progress.clear();
+    if args.json {
+        emit(format!("{}\n", serde_json::to_string(&report)?).as_bytes())?;
+        return Ok(0);
+    }
+    let verb = if args.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
+    let mut out = String::new();
+    for o in &report.removed {
+        out.push_str(&format!(
+            "{verb} {} ({}, unused for {})\n",
+            o.id,
+            ByteSize::new(o.stored_bytes),
+            age(o.modified)
+        ));
+    }
+    out.push_str(&format!(
+        "{verb} {} objects, freeing {}; kept {} referenced; {} objects ({}) remain\n",
+        report.removed.len(),
+        ByteSize::new(report.freed_bytes),
+        report.kept_referenced,
+        report.remaining_objects,
+        ByteSize::new(report.remaining_bytes)
+    ));
+    emit(out.as_bytes())?;
+    Ok(0)
+}
+
+fn stats(store: &Store, args: JsonArg) -> Result<i32> {
+    let s = store.stats()?;
+    if args.json {
+        let mut v = serde_json::to_value(&s)?;
+        v["ratio"] = json!(s.ratio());
+        emit(format!("{v}\n").as_bytes())?;
+        return Ok(0);
+    }
+    let out = format!(
+        "objects:            {} ({} zstd, {} raw)\n\
+         stored on disk:     {}\n\
+         before compression: {}\n\
+         compression ratio:  {:.2}x\n\
+         temp files:         {}\n\
+         quarantined:        {}\n\
+         dedup hits:         not recorded\n",
+        s.objects,
+        s.zstd_objects,
+        s.objects - s.zstd_objects,
+        ByteSize::new(s.stored_bytes),
+        ByteSize::new(s.bytes),
+        s.ratio(),
+        s.temp_files,
+        s.quarantined
+    );
+    emit(out.as_bytes())?;
+    Ok(0)
+}
+
+fn show_config(eff: &Effective, args: ConfigArgs) -> Result<i32> {
+    let values = match serde_json::to_value(eff.policy.to_config())? {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    if args.json {
+        let mut policy = serde_json::Map::new();
+        for (k, v) in &values {
+            let source = eff.sources.get(k).map(ToString::to_string);
+            policy.insert(k.clone(), json!({ "value": v, "source": source }));
+        }
+        let v = json!({
+            "config_file": eff.config_file,
+            "store": { "value": eff.store, "source": eff.store_source.to_string() },
+            "policy": policy,
+        });
+        emit(format!("{v}\n").as_bytes())?;
+        return Ok(0);
+    }
+    let mut out = String::new();
+    match &eff.config_file {
+        Some(p) => out.push_str(&format!("# config file: {}\n", p.display())),
+        None => out.push_str("# config file: none\n"),
+    }
+    let line = |k: &str, v: String, src: String| format!("{:<42} # {src}\n", format!("{k} = {v}"));
+    out.push_str(&line(
+        "store",
+        format!("{:?}", eff.store.display().to_string()),
+        eff.store_source.to_string(),
+    ));
+    out.push_str("\n[policy]\n");
+    for (k, v) in &values {
+        let shown = match (k.as_str(), v.as_u64()) {
+            ("max_inline_bytes" | "max_spill_bytes", Some(n)) => {
+                format!("\"{}\"", ByteSize::new(n).to_string().replace(' ', ""))
+            }
+            _ => v.to_string(),
+        };
+        let src = eff
+            .sources
+            .get(k)
+            .map_or("default".to_string(), ToString::to_string);
+        out.push_str(&line(k, shown, src));
+    }
+    emit(out.as_bytes())?;
     Ok(0)
 }

@@ -2,6 +2,8 @@
 
 mod args;
 mod commands;
+mod config;
+mod progress;
 
 use std::io::{self, Write};
 
@@ -12,7 +14,31 @@ pub use args::Cli;
 
 /// Runs the command line; returns the exit code.
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                let _ = e.print();
+                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                    2
+                } else {
+                    0
+                };
+            }
+            // One line: clap's first line, without its "error: " prefix.
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("spillway: {first} (see spillway --help)");
+            return 2;
+        }
+    };
     match commands::run(cli) {
         Ok(code) => code,
         Err(e) => {

@@ -50,10 +50,14 @@
 //! opened with `O_NOFOLLOW`.
 
 mod id;
+mod maintain;
 mod read;
 mod write;
 
 pub use id::{ContentId, IdError, IdPrefix, MIN_PREFIX_DIGITS};
+pub use maintain::{
+    referenced_ids, CorruptObject, GcOptions, GcReport, Stats, VerifyReport, DEFAULT_TEMP_GRACE,
+};
 pub use read::{ByteRange, LineRange, ObjectInfo, Selection};
 pub use write::{ObjectWriter, Stored};
 
@@ -353,6 +357,10 @@ impl Store {
                 Ok(file) => {
                     file.set_permissions(fs::Permissions::from_mode(0o600))
                         .map_err(StoreError::io("set permissions of", &path))?;
+                    // Held while the writer lives (the kernel drops it if the
+                    // process dies), so cleanup can tell a live writer from
+                    // a crashed one.
+                    lock_exclusive(&file);
                     return Ok((path, file));
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -398,18 +406,37 @@ impl Store {
     }
 
     /// An existing, verified object of this id, with its mtime refreshed.
+    ///
+    /// Safe against a concurrent gc: the object is verified and touched
+    /// through one open file, and only counts as a hit if its name still
+    /// points at that file afterwards. gc, for its part, restores an object
+    /// whose mtime moved after gc started (see [`Store::gc`]).
     pub(crate) fn dedup_hit(&self, id: &ContentId) -> Result<Option<Stored>, StoreError> {
         for compression in [Compression::None, Compression::Zstd { level: 1 }] {
             let path = self.object_path(id, compression);
-            match fs::symlink_metadata(&path) {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(StoreError::io("inspect", &path)(e)),
-            }
-            let Ok(info) = self.verify_path(id, &path, compression) else {
+            let file = match open_regular(&path) {
+                Ok(f) => f,
+                Err(StoreError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                    continue
+                }
+                // A link or a non-file where an object belongs: not a hit;
+                // publishing replaces it.
+                Err(StoreError::Symlink { .. } | StoreError::WrongKind { .. }) => continue,
+                Err(e) => return Err(e),
+            };
+            let Ok(info) = self.scan_file(
+                file.try_clone().map_err(StoreError::io("open", &path))?,
+                id,
+                &path,
+                compression,
+                &mut |_| {},
+            ) else {
                 continue;
             };
-            touch(&path);
+            let _ = file.set_modified(std::time::SystemTime::now());
+            if !same_file(&file, &path) {
+                continue;
+            }
             return Ok(Some(Stored {
                 id: *id,
                 path,
@@ -423,16 +450,37 @@ impl Store {
     }
 }
 
-/// Refreshes an object's mtime, so least-recently-used gc sees it as used.
-/// Best effort: a store on a filesystem without utimes still works.
-fn touch(path: &Path) {
-    if let Ok(f) = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-    {
-        let _ = f.set_modified(std::time::SystemTime::now());
+/// Whether `path` still names the open `file`.
+fn same_file(file: &fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), fs::symlink_metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
+}
+
+/// Takes an exclusive advisory lock without waiting (best effort).
+fn lock_exclusive(file: &fs::File) {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: flock only reads the descriptor, which `file` keeps open.
+    unsafe {
+        libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB);
+    }
+}
+
+/// Whether another process holds the lock of a temp file (a live writer).
+pub(crate) fn is_locked(path: &Path) -> bool {
+    use std::os::unix::io::AsRawFd;
+    let Ok(file) = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return false;
+    };
+    // SAFETY: as above.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    rc != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
 }
 
 /// Opens a file inside the store for reading, never through a symlink, and

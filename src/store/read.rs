@@ -361,12 +361,23 @@ impl Store {
         compression: Compression,
         f: &mut dyn FnMut(&[u8]),
     ) -> Result<ObjectInfo, StoreError> {
+        self.scan_file(open_regular(path)?, id, path, compression, f)
+    }
+
+    /// [`Store::scan`] over a file already open.
+    pub(crate) fn scan_file(
+        &self,
+        mut file: fs::File,
+        id: &ContentId,
+        path: &Path,
+        compression: Compression,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<ObjectInfo, StoreError> {
         let corrupt = |reason: String| StoreError::Corrupt {
             id: *id,
             path: path.to_path_buf(),
             reason,
         };
-        let mut file = open_regular(path)?;
         let meta = file.metadata().map_err(StoreError::io("inspect", path))?;
         let stored_bytes = meta.len();
         let expected = match compression {

@@ -1,0 +1,186 @@
+//! Configuration layers: defaults, then a TOML file, then `SPILLWAY_*`
+//! environment variables, then flags; each overrides the last, and each
+//! value remembers where it came from.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Context, Result};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use spillway::{Policy, PolicyConfig};
+
+/// Where a value came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    Default,
+    File(PathBuf),
+    Env(String),
+    Flag,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::File(p) => write!(f, "file {}", p.display()),
+            Source::Env(v) => write!(f, "env {v}"),
+            Source::Flag => f.write_str("flag"),
+        }
+    }
+}
+
+/// The config file's shape.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    store: Option<PathBuf>,
+    policy: Option<PolicyConfig>,
+}
+
+/// The policy fields and the environment variable for each.
+const ENV_FIELDS: [(&str, &str); 8] = [
+    ("SPILLWAY_MAX_INLINE_BYTES", "max_inline_bytes"),
+    ("SPILLWAY_MAX_INLINE_LINES", "max_inline_lines"),
+    ("SPILLWAY_HEAD_PERCENT", "head_percent"),
+    ("SPILLWAY_MAX_SPILL_BYTES", "max_spill_bytes"),
+    ("SPILLWAY_COMPRESSION", "compression"),
+    ("SPILLWAY_ZSTD_LEVEL", "zstd_level"),
+    ("SPILLWAY_ON_STORE_ERROR", "on_store_error"),
+    ("SPILLWAY_DURABILITY", "durability"),
+];
+
+/// The effective configuration.
+pub struct Effective {
+    pub store: PathBuf,
+    pub store_source: Source,
+    pub config_file: Option<PathBuf>,
+    pub policy: Policy,
+    /// Field name to source, for every policy field.
+    pub sources: BTreeMap<String, Source>,
+}
+
+fn default_config_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("SPILLWAY_CONFIG").filter(|v| !v.is_empty()) {
+        return Some(p.into());
+    }
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("spillway").join("config.toml"))
+}
+
+fn default_store() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(dir).join("spillway"));
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(home).join(".cache").join("spillway"));
+    }
+    Err(anyhow!(
+        "no store directory: pass --store DIR or set SPILLWAY_STORE"
+    ))
+}
+
+fn read_file(path: &Path, explicit: bool) -> Result<Option<FileConfig>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("config {}", path.display())),
+    };
+    let file: FileConfig =
+        toml::from_str(&text).with_context(|| format!("config {}", path.display()))?;
+    Ok(Some(file))
+}
+
+/// The keys a config layer sets.
+fn keys(c: &PolicyConfig) -> Vec<String> {
+    match serde_json::to_value(c) {
+        Ok(Value::Object(m)) => m.keys().cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn env_layer() -> Result<(PolicyConfig, Vec<(String, String)>)> {
+    let mut merged = PolicyConfig::default();
+    let mut set = Vec::new();
+    for (var, field) in ENV_FIELDS {
+        let Some(raw) = std::env::var_os(var) else {
+            continue;
+        };
+        let raw = raw
+            .into_string()
+            .map_err(|_| anyhow!("{var}: not valid UTF-8"))?;
+        let value = match raw.trim().parse::<i64>() {
+            Ok(n) => Value::from(n),
+            Err(_) => Value::from(raw.trim()),
+        };
+        let mut obj = Map::new();
+        obj.insert(field.to_string(), value);
+        let layer: PolicyConfig =
+            serde_json::from_value(Value::Object(obj)).with_context(|| var.to_string())?;
+        merged.merge(layer);
+        set.push((field.to_string(), var.to_string()));
+    }
+    Ok((merged, set))
+}
+
+/// Loads every layer and builds the policy.
+pub fn load(
+    store_flag: Option<PathBuf>,
+    config_flag: Option<PathBuf>,
+    flags: &PolicyConfig,
+) -> Result<Effective> {
+    let (config_path, explicit) = match config_flag {
+        Some(p) => (Some(p), true),
+        None => (default_config_path(), false),
+    };
+    let file = match &config_path {
+        Some(p) => read_file(p, explicit)?,
+        None => None,
+    };
+    let config_file = file.as_ref().and(config_path.clone());
+
+    let mut merged = PolicyConfig::default();
+    let mut sources: BTreeMap<String, Source> = BTreeMap::new();
+    if let (Some(f), Some(path)) = (file.as_ref(), config_file.as_ref()) {
+        if let Some(p) = &f.policy {
+            for k in keys(p) {
+                sources.insert(k, Source::File(path.clone()));
+            }
+            merged.merge(p.clone());
+        }
+    }
+    let (env, env_set) = env_layer()?;
+    for (field, var) in env_set {
+        sources.insert(field, Source::Env(var));
+    }
+    merged.merge(env);
+    for k in keys(flags) {
+        sources.insert(k, Source::Flag);
+    }
+    merged.merge(flags.clone());
+    let policy = merged.build().context("policy")?;
+    for k in keys(&policy.to_config()) {
+        sources.entry(k).or_insert(Source::Default);
+    }
+
+    let (store, store_source) = if let Some(s) = store_flag {
+        (s, Source::Flag)
+    } else if let Some(s) = std::env::var_os("SPILLWAY_STORE").filter(|v| !v.is_empty()) {
+        (s.into(), Source::Env("SPILLWAY_STORE".into()))
+    } else if let (Some(s), Some(path)) = (file.and_then(|f| f.store), config_file.as_ref()) {
+        (s, Source::File(path.clone()))
+    } else {
+        (default_store()?, Source::Default)
+    };
+    Ok(Effective {
+        store,
+        store_source,
+        config_file,
+        policy,
+        sources,
+    })
+}

@@ -1,0 +1,455 @@
+//! Keeping a store healthy: verify, gc, stats, and cleaning up after
+//! crashed writers.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use super::{is_locked, ContentId, ObjectInfo, Store, StoreError};
+use crate::policy::Compression;
+
+/// How old an unlocked temp file must be before cleanup removes it. A temp
+/// file is only unlocked once its writer has finished or died.
+pub const DEFAULT_TEMP_GRACE: Duration = Duration::from_secs(15 * 60);
+
+/// What [`Store::verify_all`] found.
+#[derive(Clone, Debug, Default, Serialize)]
+#[non_exhaustive]
+pub struct VerifyReport {
+    /// Objects that verified.
+    pub ok: usize,
+    /// Their uncompressed bytes.
+    pub ok_bytes: u64,
+    /// Corrupt objects: id, reason, and where they were moved.
+    pub corrupt: Vec<CorruptObject>,
+    /// Temp files of dead writers that were removed.
+    pub temp_removed: usize,
+}
+
+/// A corrupt object found by [`Store::verify_all`].
+#[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
+pub struct CorruptObject {
+    /// Its id.
+    pub id: ContentId,
+    /// What is wrong.
+    pub reason: String,
+    /// Where it was moved, unless moving failed.
+    pub quarantined: Option<PathBuf>,
+}
+
+/// What [`Store::gc`] should remove.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct GcOptions {
+    /// Remove least-recently-used objects until the store holds at most this
+    /// many bytes on disk.
+    pub max_bytes: Option<u64>,
+    /// Remove objects not used for longer than this.
+    pub max_age: Option<Duration>,
+    /// Never remove these.
+    pub keep: HashSet<ContentId>,
+    /// Report what would be removed, remove nothing.
+    pub dry_run: bool,
+    /// How old an unlocked temp file must be to be removed.
+    pub temp_grace: Duration,
+}
+
+/// What [`Store::gc`] did.
+#[derive(Clone, Debug, Default, Serialize)]
+#[non_exhaustive]
+pub struct GcReport {
+    /// The objects removed (or, in a dry run, that would be).
+    pub removed: Vec<ObjectInfo>,
+    /// Bytes on disk they took.
+    pub freed_bytes: u64,
+    /// Objects spared because a session still references them.
+    pub kept_referenced: usize,
+    /// Objects a concurrent writer reused while gc ran, put back.
+    pub restored: usize,
+    /// Objects left.
+    pub remaining_objects: usize,
+    /// Bytes on disk they take.
+    pub remaining_bytes: u64,
+    /// Temp files of dead writers that were removed.
+    pub temp_removed: usize,
+}
+
+/// Totals over a store.
+#[derive(Clone, Debug, Default, Serialize)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Objects.
+    pub objects: usize,
+    /// Of which zstd.
+    pub zstd_objects: usize,
+    /// Bytes on disk.
+    pub stored_bytes: u64,
+    /// Bytes before compression.
+    pub bytes: u64,
+    /// Temp files present (live or dead writers).
+    pub temp_files: usize,
+    /// Objects in quarantine.
+    pub quarantined: usize,
+}
+
+impl Stats {
+    /// `bytes / stored_bytes`, or 1 for an empty store.
+    pub fn ratio(&self) -> f64 {
+        if self.stored_bytes == 0 {
+            1.0
+        } else {
+            self.bytes as f64 / self.stored_bytes as f64
+        }
+    }
+}
+
+fn count_files(dir: &std::path::Path) -> usize {
+    fs::read_dir(dir).map_or(0, |d| d.flatten().count())
+}
+
+impl Store {
+    /// Removes temp files left by dead writers: unlocked and older than
+    /// `grace`. Returns how many were removed.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error listing the temp directory.
+    pub fn clean_temp(&self, grace: Duration) -> Result<usize, StoreError> {
+        let dir = self.tmp_dir();
+        let entries = match fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(StoreError::io("list", dir)(e)),
+        };
+        let now = SystemTime::now();
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(meta) = entry.metadata() else { continue };
+            let age = meta
+                .modified()
+                .ok()
+                .and_then(|m| now.duration_since(m).ok())
+                .unwrap_or_default();
+            if age < grace || (meta.is_file() && is_locked(&path)) {
+                continue;
+            }
+            let gone = if meta.is_dir() {
+                fs::remove_dir_all(&path)
+            } else {
+                fs::remove_file(&path)
+            };
+            if gone.is_ok() {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Re-hashes every object; moves corrupt ones to the quarantine folder;
+    /// removes temp files of dead writers older than `temp_grace`.
+    /// `progress(done, total)` is called after each object.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error listing the store. Per-object problems are reported, not
+    /// returned.
+    pub fn verify_all(
+        &self,
+        temp_grace: Duration,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<VerifyReport, StoreError> {
+        let objects = self.list()?;
+        let mut report = VerifyReport::default();
+        for (i, obj) in objects.iter().enumerate() {
+            match self.verify_path(&obj.id, &obj.path, obj.compression) {
+                Ok(info) => {
+                    report.ok += 1;
+                    report.ok_bytes += info.bytes;
+                }
+                Err(e) => {
+                    let quarantined = self.quarantine(&obj.path).ok();
+                    report.corrupt.push(CorruptObject {
+                        id: obj.id,
+                        reason: e.to_string(),
+                        quarantined,
+                    });
+                }
+            }
+            progress(i + 1, objects.len());
+        }
+        report.temp_removed = self.clean_temp(temp_grace)?;
+        Ok(report)
+    }
+
+    /// Moves a file into the quarantine folder under a unique name.
+    fn quarantine(&self, path: &std::path::Path) -> Result<PathBuf, StoreError> {
+        Store::ensure_dir(self.quarantine_dir())?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let shard = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dest = self.quarantine_dir().join(format!(
+            "{shard}{name}.{}",
+            SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        ));
+        fs::rename(path, &dest).map_err(StoreError::io("quarantine", path))?;
+        Ok(dest)
+    }
+
+    /// Removes least-recently-used objects until the store is within
+    /// `max_bytes` and holds nothing unused for longer than `max_age`. Never
+    /// removes an object in `keep`, nor one a concurrent writer reuses while
+    /// gc runs: each victim is first renamed aside, and put back if its mtime
+    /// moved after gc started. `progress(done, total)` is called per object.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error listing the store.
+    pub fn gc(
+        &self,
+        opts: &GcOptions,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<GcReport, StoreError> {
+        let started = SystemTime::now();
+        let mut objects = self.list()?;
+        objects.sort_by_key(|o| o.modified.unwrap_or(SystemTime::UNIX_EPOCH));
+        let mut total: u64 = objects.iter().map(|o| o.stored_bytes).sum();
+        let mut report = GcReport::default();
+        let mut remaining = objects.len();
+        let n = objects.len();
+        for (i, obj) in objects.into_iter().enumerate() {
+            progress(i + 1, n);
+            if opts.keep.contains(&obj.id) {
+                report.kept_referenced += 1;
+                continue;
+            }
+            let age = obj
+                .modified
+                .and_then(|m| started.duration_since(m).ok())
+                .unwrap_or_default();
+            let too_old = opts.max_age.is_some_and(|a| age > a);
+            let over = opts.max_bytes.is_some_and(|m| total > m);
+            if !too_old && !over {
+                continue;
+            }
+            if !opts.dry_run && !self.remove_unless_reused(&obj, started, &mut report)? {
+                continue;
+            }
+            total -= obj.stored_bytes;
+            remaining -= 1;
+            report.freed_bytes += obj.stored_bytes;
+            report.removed.push(obj);
+        }
+        if !opts.dry_run {
+            report.temp_removed = self.clean_temp(opts.temp_grace)?;
+        }
+        report.remaining_objects = remaining;
+        report.remaining_bytes = total;
+        Ok(report)
+    }
+
+    /// Renames `obj` aside, then deletes it unless a writer touched it after
+    /// `started`, in which case it is put back. Returns whether it is gone.
+    fn remove_unless_reused(
+        &self,
+        obj: &ObjectInfo,
+        started: SystemTime,
+        report: &mut GcReport,
+    ) -> Result<bool, StoreError> {
+        Store::ensure_dir(self.tmp_dir())?;
+        let aside = self.tmp_dir().join(format!(
+            "gc-{}-{}.trash",
+            std::process::id(),
+            obj.id.to_hex()
+        ));
+        match fs::rename(&obj.path, &aside) {
+            Ok(()) => {}
+            // Already gone (another gc): nothing to do.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(StoreError::io("move aside", &obj.path)(e)),
+        }
+        let reused = fs::symlink_metadata(&aside)
+            .and_then(|m| m.modified())
+            .is_ok_and(|m| m >= started);
+        if reused {
+            // Put it back, unless an equal object was published meanwhile.
+            match fs::hard_link(&aside, &obj.path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(StoreError::io("restore", &obj.path)(e)),
+            }
+            let _ = fs::remove_file(&aside);
+            report.restored += 1;
+            return Ok(false);
+        }
+        fs::remove_file(&aside).map_err(StoreError::io("remove", &aside))?;
+        Ok(true)
+    }
+
+    /// Totals over the store, without reading object contents.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error listing the store.
+    pub fn stats(&self) -> Result<Stats, StoreError> {
+        let objects = self.list()?;
+        Ok(Stats {
+            objects: objects.len(),
+            zstd_objects: objects
+                .iter()
+                .filter(|o| o.compression != Compression::None)
+                .count(),
+            stored_bytes: objects.iter().map(|o| o.stored_bytes).sum(),
+            bytes: objects.iter().map(|o| o.bytes).sum(),
+            temp_files: count_files(self.tmp_dir()),
+            quarantined: count_files(self.quarantine_dir()),
+        })
+    }
+}
+
+/// Every content id mentioned in `text` (`blake3:` and 64 hex digits), such
+/// as the references in a session log.
+pub fn referenced_ids(text: &str) -> HashSet<ContentId> {
+    let mut out = HashSet::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("blake3:") {
+        let after = &rest[i + 7..];
+        if let Some(hex) = after.get(..64) {
+            if let Ok(id) = ContentId::from_hex(hex) {
+                out.insert(id);
+            }
+        }
+        rest = after;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Durability;
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(d.path().join("s")).unwrap();
+        (d, s)
+    }
+
+    fn age(path: &std::path::Path, secs: u64) {
+        let f = fs::File::options().write(true).open(path).unwrap();
+        f.set_modified(SystemTime::now() - Duration::from_secs(secs))
+            .unwrap();
+    }
+
+    /// gc listed the object as stale, then a writer reused it (fresh mtime)
+    /// before gc moved it: gc must put it back.
+    #[test]
+    fn gc_restores_an_object_reused_after_it_started() {
+        let (_d, s) = store();
+        let stored = s
+            .put(b"reused", Compression::None, Durability::Relaxed)
+            .unwrap();
+        age(&stored.path, 7200);
+        let listed = s.list().unwrap().remove(0);
+        let started = SystemTime::now();
+        // The writer's dedup hit happens here.
+        assert!(s.dedup_hit(&stored.id).unwrap().is_some());
+        let mut report = GcReport::default();
+        let gone = s
+            .remove_unless_reused(&listed, started, &mut report)
+            .unwrap();
+        assert!(!gone);
+        assert_eq!(report.restored, 1);
+        assert_eq!(
+            s.read(&stored.id, &crate::Selection::All).unwrap(),
+            b"reused"
+        );
+        assert_eq!(fs::read_dir(s.tmp_dir()).unwrap().count(), 0);
+    }
+
+    /// Without reuse, the same object goes.
+    #[test]
+    fn gc_removes_a_stale_object_nobody_reused() {
+        let (_d, s) = store();
+        let stored = s
+            .put(b"stale", Compression::None, Durability::Relaxed)
+            .unwrap();
+        age(&stored.path, 7200);
+        let listed = s.list().unwrap().remove(0);
+        let mut report = GcReport::default();
+        assert!(s
+            .remove_unless_reused(&listed, SystemTime::now(), &mut report)
+            .unwrap());
+        assert!(!stored.path.exists());
+    }
+
+    /// gc moved the object away after the writer opened it: the writer must
+    /// not report a hit on a name that no longer holds it.
+    #[test]
+    fn a_dedup_hit_needs_the_name_to_still_hold_the_file() {
+        let (_d, s) = store();
+        let stored = s
+            .put(b"moved", Compression::None, Durability::Relaxed)
+            .unwrap();
+        let f = super::super::open_regular(&stored.path).unwrap();
+        let aside = s.tmp_dir().join("aside");
+        fs::rename(&stored.path, &aside).unwrap();
+        assert!(!super::super::same_file(&f, &stored.path));
+        assert!(s.dedup_hit(&stored.id).unwrap().is_none());
+    }
+
+    #[test]
+    fn locked_temp_files_of_live_writers_survive_cleanup() {
+        let (_d, s) = store();
+        let mut w = s.writer(Compression::None, Durability::Relaxed).unwrap();
+        w.write_all(b"in progress").unwrap();
+        let temp = fs::read_dir(s.tmp_dir())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        age(&temp, 7200);
+        assert_eq!(
+            s.clean_temp(Duration::ZERO).unwrap(),
+            0,
+            "a live writer's file stays"
+        );
+        w.finish().unwrap();
+        let dead = s.tmp_dir().join("1-2-3.tmp");
+        fs::write(&dead, b"left by a crash").unwrap();
+        assert_eq!(
+            s.clean_temp(Duration::from_secs(3600)).unwrap(),
+            0,
+            "too young"
+        );
+        age(&dead, 7200);
+        assert_eq!(s.clean_temp(Duration::from_secs(3600)).unwrap(), 1);
+    }
+
+    #[test]
+    fn referenced_ids_are_found_anywhere_in_text() {
+        let a = ContentId::of(b"a");
+        let b = ContentId::of(b"b");
+        let text = format!(
+            "{{\"x\":\"{a}\"}}\nnoise blake3:zz {b} blake3:{}",
+            &a.to_hex()[..10]
+        );
+        let ids = referenced_ids(&text);
+        assert_eq!(ids.len(), 2);
+        assert!(ids.contains(&a) && ids.contains(&b));
+    }
+}

@@ -1,0 +1,468 @@
+//! `run`, `ls`, `verify`, `gc`, `stats` and `config`, run for real.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_spillway"));
+    // Isolate from the machine's own configuration.
+    c.env_remove("SPILLWAY_STORE")
+        .env_remove("SPILLWAY_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent-spillway-test")
+        .stdin(Stdio::null());
+    c
+}
+
+fn sp(store: &Path, args: &[&str]) -> Output {
+    bin().arg("--store").arg(store).args(args).output().unwrap()
+}
+
+fn sp_in(store: &Path, args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = bin()
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let data = input.to_vec();
+    let t = std::thread::spawn(move || {
+        let _ = stdin.write_all(&data);
+    });
+    let out = child.wait_with_output().unwrap();
+    t.join().unwrap();
+    out
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: stdout {:?} stderr {:?}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn store() -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path().join("store");
+    (d, s)
+}
+
+#[test]
+fn run_passes_the_exit_status_through() {
+    let (_d, s) = store();
+    for code in [0, 1, 3, 42, 255] {
+        let out = sp(
+            &s,
+            &["run", "--", "sh", "-c", &format!("echo hi; exit {code}")],
+        );
+        assert_eq!(out.status.code(), Some(code));
+        assert_eq!(out.stdout, b"hi\n");
+    }
+    let out = sp(&s, &["run", "--json", "--", "sh", "-c", "exit 7"]);
+    assert_eq!(out.status.code(), Some(7));
+    let v = json(&out);
+    assert_eq!(v["exit_code"], 7);
+    assert!(v["signal"].is_null());
+}
+
+#[test]
+fn run_reports_signals_as_128_plus_n() {
+    let (_d, s) = store();
+    for (sig, n) in [("TERM", 15), ("KILL", 9), ("INT", 2)] {
+        let out = sp(
+            &s,
+            &[
+                "run",
+                "--json",
+                "--",
+                "sh",
+                "-c",
+                &format!("echo before; kill -{sig} $$"),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(128 + n), "{sig}");
+        let v = json(&out);
+        assert_eq!(v["signal"], n);
+        assert!(v["exit_code"].is_null());
+        assert_eq!(v["content"], "before\n");
+    }
+}
+
+#[test]
+fn run_keeps_stdout_and_stderr_in_arrival_order() {
+    let (_d, s) = store();
+    let script = "for i in 1 2 3 4 5 6; do echo out$i; echo err$i >&2; done";
+    let out = sp(&s, &["run", "--", "sh", "-c", script]);
+    let want: String = (1..=6).map(|i| format!("out{i}\nerr{i}\n")).collect();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want);
+}
+
+#[test]
+fn run_bounds_a_200_mib_output_and_stores_it() {
+    let (_d, s) = store();
+    let out = sp(
+        &s,
+        &[
+            "run",
+            "--json",
+            "--durability",
+            "relaxed",
+            "--max-spill-bytes",
+            "256MiB",
+            "--",
+            "sh",
+            "-c",
+            "yes 'all work and no play' | head -c 200M; echo FAILED >&2; exit 1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    assert_eq!(v["total_bytes"].as_u64(), Some((200 << 20) + 7));
+    assert!(v["content"].as_str().unwrap().len() <= 32 << 10);
+    assert!(v["content"].as_str().unwrap().ends_with("FAILED\n"));
+    assert_eq!(v["spill"]["bytes"].as_u64(), Some((200 << 20) + 7));
+    let shown = sp(
+        &s,
+        &[
+            "show",
+            v["spill"]["id"].as_str().unwrap(),
+            "--bytes",
+            "209715200:",
+        ],
+    );
+    assert_eq!(shown.stdout, b"FAILED\n");
+}
+
+#[test]
+fn run_of_a_missing_command_is_a_one_line_error() {
+    let (_d, s) = store();
+    let out = sp(&s, &["run", "--", "/no/such/program", "arg"]);
+    assert_eq!(out.status.code(), Some(127));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("spillway: run: cannot start /no/such/program"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1);
+    let out = sp(&s, &["run"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Stores `n` distinct outputs; returns their ids.
+fn fill(s: &Path, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            let input = support::tool_output(100 + i as u64, 60_000);
+            let v = json(&sp_in(
+                s,
+                &[
+                    "apply",
+                    "--json",
+                    "--max-inline-bytes",
+                    "2KiB",
+                    "--durability",
+                    "relaxed",
+                ],
+                &input,
+            ));
+            v["spill"]["id"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+fn set_mtime(path: &Path, ago: Duration) {
+    let f = std::fs::File::options().write(true).open(path).unwrap();
+    f.set_modified(SystemTime::now() - ago).unwrap();
+}
+
+#[test]
+fn ls_and_stats_describe_the_store() {
+    let (_d, s) = store();
+    let ids = fill(&s, 3);
+    let v = json(&sp(&s, &["ls", "--json"]));
+    let listed: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_str().unwrap())
+        .collect();
+    for id in &ids {
+        assert!(listed.contains(&id.as_str()));
+    }
+    for o in v.as_array().unwrap() {
+        assert_eq!(o["compression"], "zstd");
+        assert!(o["stored_bytes"].as_u64().unwrap() < o["bytes"].as_u64().unwrap());
+    }
+    let st = json(&sp(&s, &["stats", "--json"]));
+    assert_eq!(st["objects"], 3);
+    let bytes: u64 = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(st["bytes"].as_u64(), Some(bytes));
+    assert!(st["ratio"].as_f64().unwrap() > 1.0);
+    let text = String::from_utf8(sp(&s, &["ls"]).stdout).unwrap();
+    assert_eq!(text.lines().count(), 4);
+}
+
+#[test]
+fn gc_honours_the_quota_the_age_and_session_references() {
+    let (d, s) = store();
+    let ids = fill(&s, 6);
+    let objects = json(&sp(&s, &["ls", "--json"]));
+    let path_of = |id: &str| -> PathBuf {
+        PathBuf::from(
+            objects
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|o| o["id"] == id)
+                .unwrap()["path"]
+                .as_str()
+                .unwrap(),
+        )
+    };
+    // Ages: ids[0] is the oldest.
+    for (i, id) in ids.iter().enumerate() {
+        set_mtime(&path_of(id), Duration::from_secs(3600 * (10 - i as u64)));
+    }
+    let session = d.path().join("session.jsonl");
+    std::fs::write(
+        &session,
+        format!("{{\"type\":\"tool/result\",\"spill\":\"{}\"}}\n", ids[0]),
+    )
+    .unwrap();
+
+    // Dry run removes nothing.
+    let dry = json(&sp(&s, &["gc", "--json", "--max-bytes", "0", "--dry-run"]));
+    assert_eq!(dry["removed"].as_array().unwrap().len(), 6);
+    assert_eq!(json(&sp(&s, &["stats", "--json"]))["objects"], 6);
+
+    // Age: objects unused for more than 7.5 hours go, except the referenced one.
+    let r = json(&sp(
+        &s,
+        &[
+            "gc",
+            "--json",
+            "--max-age",
+            "7h30m",
+            "--keep-referenced-by",
+            session.to_str().unwrap(),
+        ],
+    ));
+    let removed: Vec<&str> = r["removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(removed, vec![ids[1].as_str(), ids[2].as_str()]);
+    assert_eq!(r["kept_referenced"], 1);
+
+    // Quota: least recently used first, the referenced one kept.
+    let total: u64 = ids[3..]
+        .iter()
+        .map(|id| std::fs::metadata(path_of(id)).unwrap().len())
+        .sum();
+    let keep_size = std::fs::metadata(path_of(&ids[0])).unwrap().len();
+    let quota = keep_size + total - 1;
+    let r = json(&sp(
+        &s,
+        &[
+            "gc",
+            "--json",
+            "--max-bytes",
+            &quota.to_string(),
+            "--keep-referenced-by",
+            session.to_str().unwrap(),
+        ],
+    ));
+    let removed: Vec<&str> = r["removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        removed,
+        vec![ids[3].as_str()],
+        "only the least recently used goes"
+    );
+    assert!(r["remaining_bytes"].as_u64().unwrap() <= quota);
+    assert!(
+        sp(&s, &["show", &ids[0]]).status.success(),
+        "a referenced object survives"
+    );
+    let text = String::from_utf8(sp(&s, &["gc", "--max-bytes", "1GiB"]).stdout).unwrap();
+    assert!(text.contains("removed 0 objects"), "{text}");
+}
+
+#[test]
+fn verify_finds_quarantines_and_reports_a_corrupt_object() {
+    let (_d, s) = store();
+    let ids = fill(&s, 2);
+    assert!(sp(&s, &["verify"]).status.success());
+    let objects = json(&sp(&s, &["ls", "--json"]));
+    let victim = objects
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == ids[1])
+        .unwrap();
+    let path = PathBuf::from(victim["path"].as_str().unwrap());
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    std::fs::write(&path, bytes).unwrap();
+    // A temp file of a dead writer, old enough to go.
+    let tmp = s.join("v1/tmp/12345-1-0.tmp");
+    std::fs::write(&tmp, b"partial").unwrap();
+    set_mtime(&tmp, Duration::from_secs(3600));
+
+    let out = sp(&s, &["verify", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let r = json(&out);
+    assert_eq!(r["ok"], 1);
+    assert_eq!(r["corrupt"][0]["id"], ids[1]);
+    assert!(r["corrupt"][0]["quarantined"]
+        .as_str()
+        .unwrap()
+        .contains("quarantine"));
+    assert_eq!(r["temp_removed"], 1);
+    assert!(!path.exists() && !tmp.exists());
+    // The corrupt object is gone from the store; the good one still reads.
+    assert_eq!(sp(&s, &["show", &ids[1]]).status.code(), Some(1));
+    assert!(sp(&s, &["show", &ids[0]]).status.success());
+    assert!(sp(&s, &["verify"]).status.success());
+}
+
+#[test]
+fn gc_never_removes_an_object_a_concurrent_writer_just_reported() {
+    let (_d, s) = store();
+    let input = support::tool_output(999, 80_000);
+    let apply = |s: &Path| {
+        json(&sp_in(
+            s,
+            &[
+                "apply",
+                "--json",
+                "--max-inline-bytes",
+                "2KiB",
+                "--durability",
+                "relaxed",
+            ],
+            &input,
+        ))
+    };
+    let first = apply(&s);
+    let path = PathBuf::from(first["spill"]["path"].as_str().unwrap());
+    for round in 0..20 {
+        // Make the object look stale, then race a gc that removes stale
+        // objects against a writer that reuses it.
+        if path.exists() {
+            set_mtime(&path, Duration::from_secs(7200));
+        }
+        let gc = bin()
+            .arg("--store")
+            .arg(&s)
+            .args(["gc", "--max-age", "1h"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let v = apply(&s);
+        let id = v["spill"]["id"].as_str().unwrap();
+        // Reported just now, so it must exist now and after gc finishes
+        // (its mtime is fresh, so gc's age rule no longer applies to it).
+        assert!(
+            Path::new(v["spill"]["path"].as_str().unwrap()).exists(),
+            "round {round}"
+        );
+        let mut gc = gc;
+        assert!(gc.wait().unwrap().success());
+        assert!(
+            sp(&s, &["show", id]).status.success(),
+            "round {round}: object lost"
+        );
+    }
+}
+
+#[test]
+fn config_layers_file_then_env_then_flags_and_names_each_source() {
+    let (d, s) = store();
+    let file = d.path().join("config.toml");
+    std::fs::write(&file, "store = \"/from/file\"\n[policy]\nmax_inline_bytes = \"16KiB\"\nhead_percent = 10\nzstd_level = 3\n").unwrap();
+    let out = bin()
+        .args([
+            "--config",
+            file.to_str().unwrap(),
+            "config",
+            "--json",
+            "--head-percent",
+            "40",
+        ])
+        .env("SPILLWAY_ZSTD_LEVEL", "5")
+        .output()
+        .unwrap();
+    let v = json(&out);
+    let p = &v["policy"];
+    assert_eq!(p["max_inline_bytes"]["value"], 16384);
+    assert!(p["max_inline_bytes"]["source"]
+        .as_str()
+        .unwrap()
+        .starts_with("file "));
+    assert_eq!(p["zstd_level"]["value"], 5);
+    assert_eq!(p["zstd_level"]["source"], "env SPILLWAY_ZSTD_LEVEL");
+    assert_eq!(p["head_percent"]["value"], 40);
+    assert_eq!(p["head_percent"]["source"], "flag");
+    assert_eq!(p["durability"]["source"], "default");
+    assert_eq!(v["store"]["value"], "/from/file");
+    // --store beats the file.
+    let v = json(
+        &bin()
+            .args(["--config", file.to_str().unwrap(), "--store"])
+            .arg(&s)
+            .args(["config", "--json"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(v["store"]["source"], "flag");
+
+    // Bad layers are one-line errors naming the culprit.
+    std::fs::write(&file, "[policy]\nmax_inline_byte = 5\n").unwrap();
+    let out = bin()
+        .args(["--config", file.to_str().unwrap(), "config"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        err.starts_with("spillway: config ") && err.contains("max_inline_byte"),
+        "{err}"
+    );
+    let out = bin()
+        .args(["config"])
+        .env("SPILLWAY_HEAD_PERCENT", "lots")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("SPILLWAY_HEAD_PERCENT"), "{err}");
+    let out = bin()
+        .args(["--config", "/no/such/config.toml", "config"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
