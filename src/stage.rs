@@ -233,9 +233,17 @@ struct Spilling {
 }
 
 impl Spilling {
+    /// Feeds a chunk in cache-sized pieces: each piece is measured, hashed
+    /// and written while it is still in cache.
     fn feed(&mut self, chunk: &[u8]) {
-        self.measure.feed(chunk);
         self.tail.push(chunk);
+        for piece in chunk.chunks(crate::store::PIECE) {
+            self.feed_piece(piece);
+        }
+    }
+
+    fn feed_piece(&mut self, chunk: &[u8]) {
+        self.measure.feed(chunk);
         let room = self.max_stored - self.stored;
         let part = &chunk[..chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
         if part.is_empty() {

@@ -20,7 +20,9 @@
 //!
 //! ```text
 //! offset  size  content
-//! 0       F     one zstd frame (RFC 8878) whose decompressed content is the stored bytes
+//! 0       F     zstd frames (RFC 8878) whose decompressed contents, in order, are the
+//!               stored bytes: one frame, or for objects over 8 MiB two (the first
+//!               8 MiB single-threaded, the rest compressed by worker threads)
 //! F       4     5E 2A 4D 18: the magic of a skippable frame (0x184D2A5E, little-endian),
 //!               which zstd decoders pass over
 //! F+4     4     10 00 00 00: the skippable frame's payload size, 16 (u32, little-endian)
@@ -59,6 +61,7 @@ pub use maintain::{
     referenced_ids, CorruptObject, GcOptions, GcReport, Stats, VerifyReport, DEFAULT_TEMP_GRACE,
 };
 pub use read::{ByteRange, LineRange, ObjectInfo, Selection};
+pub(crate) use write::PIECE;
 pub use write::{ObjectWriter, Stored};
 
 use std::fmt;

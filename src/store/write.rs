@@ -14,6 +14,12 @@ use crate::policy::{Compression, Durability};
 /// written, so a stream of small writes costs few system calls.
 const BLOCK: usize = 1 << 20;
 
+/// Writes at least this large bypass the block buffer.
+const DIRECT: usize = 128 << 10;
+
+/// Large writes are hashed and compressed in pieces of this size.
+pub(crate) const PIECE: usize = 256 << 10;
+
 /// In durable mode, writeback of the temp file is started every this many
 /// bytes, so the final fsync has little left to do.
 const WRITEBACK_EVERY: u64 = 8 << 20;
@@ -126,9 +132,29 @@ fn start_writeback(file: &fs::File, offset: u64, len: u64) {
 #[cfg(not(target_os = "linux"))]
 fn start_writeback(_file: &fs::File, _offset: u64, _len: u64) {}
 
+/// Past this many bytes, a zstd object continues in a second frame
+/// compressed by worker threads. Starting workers costs a few hundred
+/// microseconds, which only pays off on large objects; small ones stay in
+/// one single-threaded frame.
+const MULTITHREAD_AFTER: u64 = 8 << 20;
+
+type ZstdEncoder = zstd::stream::write::Encoder<'static, FileSink>;
+
 enum Sink {
     Raw(FileSink),
-    Zstd(zstd::stream::write::Encoder<'static, FileSink>),
+    Zstd {
+        encoder: ZstdEncoder,
+        level: i32,
+        /// Bytes fed to the current frame.
+        frame_in: u64,
+        /// Whether the current frame uses worker threads.
+        workers: bool,
+    },
+}
+
+/// How many zstd workers large objects get: one per core, at most 4.
+fn zstd_workers() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4) as u32)
 }
 
 /// Streams one object into the store: hashes and (optionally) compresses as
@@ -172,11 +198,13 @@ impl ObjectWriter {
         };
         let sink = match compression {
             Compression::None => Sink::Raw(file),
-            Compression::Zstd { level } => {
-                let enc = zstd::stream::write::Encoder::new(file, level)
-                    .map_err(StoreError::io("start zstd for", &temp.path))?;
-                Sink::Zstd(enc)
-            }
+            Compression::Zstd { level } => Sink::Zstd {
+                encoder: ZstdEncoder::new(file, level)
+                    .map_err(StoreError::io("start zstd for", &temp.path))?,
+                level,
+                frame_in: 0,
+                workers: false,
+            },
         };
         Ok(ObjectWriter {
             store,
@@ -198,12 +226,52 @@ impl ObjectWriter {
     fn process(&mut self, data: &[u8]) -> Result<(), StoreError> {
         self.hasher.update(data);
         let path = &self.temp.path;
-        let res = match self.sink.as_mut() {
-            Some(Sink::Raw(f)) => f.write_all(data),
-            Some(Sink::Zstd(z)) => z.write_all(data),
-            None => Ok(()),
+        match self.sink.as_mut() {
+            Some(Sink::Raw(f)) => f.write_all(data).map_err(StoreError::io("write", path))?,
+            Some(Sink::Zstd {
+                encoder, frame_in, ..
+            }) => {
+                encoder
+                    .write_all(data)
+                    .map_err(StoreError::io("write", path))?;
+                *frame_in += data.len() as u64;
+            }
+            None => {}
+        }
+        self.maybe_start_workers()
+    }
+
+    /// Ends a large object's single-threaded zstd frame and continues in a
+    /// frame compressed by worker threads. The object is then two frames,
+    /// which every zstd decoder reads as one stream.
+    fn maybe_start_workers(&mut self) -> Result<(), StoreError> {
+        let due = matches!(
+            self.sink,
+            Some(Sink::Zstd { frame_in, workers: false, .. }) if frame_in >= MULTITHREAD_AFTER
+        );
+        let n = zstd_workers();
+        if !due || n < 2 {
+            return Ok(());
+        }
+        let Some(Sink::Zstd { encoder, level, .. }) = self.sink.take() else {
+            return Ok(());
         };
-        res.map_err(StoreError::io("write", path))
+        let path = &self.temp.path;
+        let file = encoder
+            .finish()
+            .map_err(StoreError::io("finish zstd frame for", path))?;
+        let mut encoder =
+            ZstdEncoder::new(file, level).map_err(StoreError::io("start zstd for", path))?;
+        encoder
+            .multithread(n)
+            .map_err(StoreError::io("start zstd workers for", path))?;
+        self.sink = Some(Sink::Zstd {
+            encoder,
+            level,
+            frame_in: 0,
+            workers: true,
+        });
+        Ok(())
     }
 
     fn flush_block(&mut self) -> Result<(), StoreError> {
@@ -224,6 +292,16 @@ impl ObjectWriter {
     /// [`StoreError::Io`] when the temp file cannot be written. The writer
     /// should then be dropped, which removes the temp file.
     pub fn write_all(&mut self, data: &[u8]) -> Result<(), StoreError> {
+        if self.block.is_empty() && data.len() >= DIRECT {
+            // Large writes skip the block buffer (no copy), in pieces so the
+            // frame switch can happen and each piece is hashed and
+            // compressed while it is in cache.
+            self.bytes += data.len() as u64;
+            for piece in data.chunks(PIECE) {
+                self.process(piece)?;
+            }
+            return Ok(());
+        }
         self.bytes += data.len() as u64;
         if self.block.len() + data.len() <= BLOCK {
             if self.block.capacity() == 0 {
@@ -235,7 +313,10 @@ impl ObjectWriter {
         }
         self.flush_block()?;
         if data.len() >= BLOCK {
-            self.process(data)
+            for piece in data.chunks(PIECE) {
+                self.process(piece)?;
+            }
+            Ok(())
         } else {
             self.block.reserve(BLOCK);
             self.block.extend_from_slice(data);
@@ -254,8 +335,8 @@ impl ObjectWriter {
         let path = self.temp.path.clone();
         let file = match self.sink.take() {
             Some(Sink::Raw(f)) => f,
-            Some(Sink::Zstd(z)) => {
-                let mut f = z
+            Some(Sink::Zstd { encoder, .. }) => {
+                let mut f = encoder
                     .finish()
                     .map_err(StoreError::io("finish zstd for", &path))?;
                 f.write_all(&trailer(self.bytes))

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Prints each benchmark case over its baseline, from criterion's saved
+estimates (run `cargo bench --bench stage` first).
+
+    python3 benches/ratios.py [target/criterion]
+
+Each row: group, size, case, its median, the baseline's median, the ratio,
+and the target ratio where the project sets one.
+"""
+import json
+import os
+import sys
+
+ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join("target", "criterion")
+
+# case -> (baseline, target ratio or None)
+PAIRS = {
+    "stage": ("copy+count+validate", {16384: 3.0}),
+    "stage-raw": ("hash+write", {67108864: 1.25}),
+    "stage-raw-durable": ("hash+write+fsync", {67108864: 1.25}),
+    "stage-zstd-1": ("zstd-1", {67108864: 1.15}),
+    "stage-zstd-3": ("zstd-3", {}),
+    "stage-dedup-hit": ("blake3", {}),
+}
+
+
+def median_ns(group_dir, case, size):
+    path = os.path.join(group_dir, case, str(size), "new", "estimates.json")
+    try:
+        with open(path) as f:
+            return json.load(f)["median"]["point_estimate"]
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def human(n):
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def fmt_time(ns):
+    if ns >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.2f} us"
+    return f"{ns:.0f} ns"
+
+
+def main():
+    if not os.path.isdir(ROOT):
+        sys.exit(f"no benchmark results in {ROOT}: run `cargo bench --bench stage` first")
+    rows = []
+    for top in sorted(os.listdir(ROOT)):
+        for sub in sorted(os.listdir(os.path.join(ROOT, top))) if os.path.isdir(os.path.join(ROOT, top)) else []:
+            group_dir = os.path.join(ROOT, top, sub)
+            if not os.path.isdir(group_dir) or sub == "report":
+                continue
+            for case, (baseline, targets) in PAIRS.items():
+                case_dir = os.path.join(group_dir, case)
+                if not os.path.isdir(case_dir):
+                    continue
+                sizes = sorted(int(s) for s in os.listdir(case_dir) if s.isdigit())
+                for size in sizes:
+                    t = median_ns(group_dir, case, size)
+                    b = median_ns(group_dir, baseline, size)
+                    if t is None or b is None:
+                        continue
+                    target = targets.get(size)
+                    ratio = t / b
+                    verdict = "" if target is None else ("meets" if ratio <= target else "MISSES")
+                    gbps = size / t  # bytes per ns == GB/s
+                    rows.append((f"{top}/{sub}", human(size), case, fmt_time(t), f"{gbps:.2f}", baseline, fmt_time(b),
+                                 f"{ratio:.2f}x", "" if target is None else f"<= {target}x {verdict}"))
+    if not rows:
+        sys.exit("no case/baseline pairs found")
+    head = ("group", "size", "case", "median", "GB/s", "baseline", "baseline median", "ratio", "target")
+    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+    print(" | ".join(h.ljust(w) for h, w in zip(head, widths)))
+    print("-+-".join("-" * w for w in widths))
+    for r in rows:
+        print(" | ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+//! Throughput of the stage and the store, each case beside the baselines
+//! that define its physical limit, measured in the same run.
+//!
+//! Groups (each with `Throughput::Bytes`, at 1 KiB … 64 MiB):
+//!
+//! * `inline/<input>`: under budget, returned inline; baseline
+//!   `copy+count+validate`.
+//! * `spill/<input>`: over budget, stored raw or zstd, durable or not, and a
+//!   dedup hit; baselines `blake3`, `hash+write`, `hash+write+fsync`, `zstd-N`.
+//! * `read`: `show` of a whole object and of a line range in its middle.
+//!
+//! `python3 benches/ratios.py` prints each case over its baseline.
+//!
+//! Set `SPILLWAY_BENCH_SIZES` (e.g. `1MiB,64MiB`) to run fewer sizes.
+
+use std::hint::black_box;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use spillway::{Compression, ContentId, Durability, LineRange, Policy, Selection, Spiller, Store};
+
+#[path = "../tests/support/gen.rs"]
+mod gen;
+
+const KIB: usize = 1024;
+const MIB: usize = 1024 * 1024;
+
+fn sizes() -> Vec<usize> {
+    let all = [KIB, 16 * KIB, 64 * KIB, MIB, 16 * MIB, 64 * MIB];
+    match std::env::var("SPILLWAY_BENCH_SIZES") {
+        Ok(list) => list
+            .split(',')
+            .filter_map(|s| s.trim().parse::<spillway::ByteSize>().ok())
+            .map(|b| b.get() as usize)
+            .collect(),
+        Err(_) => all.to_vec(),
+    }
+}
+
+fn random_bytes(len: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 32) as u8
+        })
+        .collect()
+}
+
+fn inputs(len: usize) -> Vec<(&'static str, Vec<u8>)> {
+    let mut log = gen::tool_output(42, len);
+    log.truncate(len);
+    vec![("log", log), ("random", random_bytes(len))]
+}
+
+fn spiller(
+    store: &Store,
+    inline: usize,
+    compression: Compression,
+    durability: Durability,
+) -> Spiller {
+    let policy = Policy::builder()
+        .max_inline_bytes(inline as u64)
+        .compression(compression)
+        .durability(durability)
+        .build()
+        .unwrap();
+    Spiller::new(policy, store.clone()).unwrap()
+}
+
+/// Times `f` on a fresh variant of `input` per iteration (so nothing is a
+/// dedup hit), removing what it stored outside the timed region.
+fn fresh<F>(iters: u64, input: &mut [u8], store: &Store, mut f: F) -> Duration
+where
+    F: FnMut(&[u8]),
+{
+    let mut total = Duration::ZERO;
+    for i in 0..iters {
+        let n = input.len().min(8);
+        input[..n].copy_from_slice(&i.to_le_bytes()[..n]);
+        let t = Instant::now();
+        f(input);
+        total += t.elapsed();
+        let _ = std::fs::remove_dir_all(store.objects_dir());
+    }
+    total
+}
+
+fn config(c: &mut Criterion, len: usize) -> Duration {
+    let _ = c;
+    if len >= 16 * MIB {
+        Duration::from_secs(8)
+    } else {
+        Duration::from_secs(3)
+    }
+}
+
+fn inline(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let sp = spiller(&store, 64 * MIB, Compression::None, Durability::Relaxed);
+    for len in sizes() {
+        let measure = config(c, len);
+        for (kind, input) in inputs(len) {
+            if kind == "random" {
+                continue; // random bytes are not UTF-8: never inline
+            }
+            let mut g = c.benchmark_group(format!("inline/{kind}"));
+            g.throughput(Throughput::Bytes(len as u64));
+            g.measurement_time(measure)
+                .sample_size(if len >= 16 * MIB { 10 } else { 50 });
+            g.bench_with_input(
+                BenchmarkId::new("copy+count+validate", len),
+                &input,
+                |b, i| {
+                    b.iter(|| {
+                        let v = i.to_vec();
+                        let lines = bytecount::count(&v, b'\n');
+                        let s = String::from_utf8(v).unwrap();
+                        black_box((lines, s))
+                    })
+                },
+            );
+            g.bench_with_input(BenchmarkId::new("stage", len), &input, |b, i| {
+                b.iter(|| {
+                    let o = sp.apply(black_box(i)).unwrap();
+                    assert!(!o.spilled);
+                    black_box(o)
+                })
+            });
+            g.finish();
+        }
+    }
+}
+
+fn write_file(dir: &Path, bytes: &[u8], sync: bool) {
+    let path = dir.join("baseline.tmp");
+    let mut f = std::fs::File::create(&path).unwrap();
+    f.write_all(bytes).unwrap();
+    if sync {
+        f.sync_data().unwrap();
+        std::fs::File::open(dir).unwrap().sync_all().unwrap();
+    }
+    drop(f);
+    std::fs::remove_file(path).unwrap();
+}
+
+fn spill(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store")).unwrap();
+    store
+        .put(b"", Compression::None, Durability::Relaxed)
+        .unwrap();
+    let base_dir = store.tmp_dir().to_path_buf();
+    let budget = 32 * KIB;
+    let raw = spiller(&store, budget, Compression::None, Durability::Relaxed);
+    let raw_durable = spiller(&store, budget, Compression::None, Durability::Durable);
+    let z1 = spiller(
+        &store,
+        budget,
+        Compression::Zstd { level: 1 },
+        Durability::Relaxed,
+    );
+    let z3 = spiller(
+        &store,
+        budget,
+        Compression::Zstd { level: 3 },
+        Durability::Relaxed,
+    );
+    for len in sizes() {
+        if len <= budget {
+            continue;
+        }
+        let measure = config(c, len);
+        for (kind, input) in inputs(len) {
+            let mut g = c.benchmark_group(format!("spill/{kind}"));
+            g.throughput(Throughput::Bytes(len as u64));
+            g.measurement_time(measure)
+                .sample_size(if len >= 16 * MIB { 10 } else { 30 });
+            g.bench_with_input(BenchmarkId::new("blake3", len), &input, |b, i| {
+                b.iter(|| black_box(blake3::hash(i)))
+            });
+            for (name, sync) in [("hash+write", false), ("hash+write+fsync", true)] {
+                g.bench_with_input(BenchmarkId::new(name, len), &input, |b, i| {
+                    b.iter(|| {
+                        let h = blake3::hash(i);
+                        write_file(&base_dir, i, sync);
+                        black_box(h)
+                    })
+                });
+            }
+            for level in [1, 3] {
+                g.bench_with_input(
+                    BenchmarkId::new(format!("zstd-{level}"), len),
+                    &input,
+                    |b, i| {
+                        b.iter(|| {
+                            let mut e =
+                                zstd::stream::write::Encoder::new(std::io::sink(), level).unwrap();
+                            e.write_all(i).unwrap();
+                            black_box(e.finish().unwrap())
+                        })
+                    },
+                );
+            }
+            let cases: [(&str, &Spiller); 4] = [
+                ("stage-raw", &raw),
+                ("stage-raw-durable", &raw_durable),
+                ("stage-zstd-1", &z1),
+                ("stage-zstd-3", &z3),
+            ];
+            for (name, sp) in cases {
+                let mut owned = input.clone();
+                g.bench_function(BenchmarkId::new(name, len), |b| {
+                    b.iter_custom(|iters| {
+                        fresh(iters, &mut owned, &store, |i| {
+                            let o = sp.apply(i).unwrap();
+                            assert!(o.spill.is_some());
+                            black_box(o);
+                        })
+                    })
+                });
+            }
+            // A dedup hit: the object is already stored.
+            raw.apply(&input).unwrap();
+            g.bench_with_input(BenchmarkId::new("stage-dedup-hit", len), &input, |b, i| {
+                b.iter(|| {
+                    let o = raw.apply(i).unwrap();
+                    assert!(o.spill.as_ref().unwrap().dedup);
+                    black_box(o)
+                })
+            });
+            let _ = std::fs::remove_dir_all(store.objects_dir());
+            g.finish();
+        }
+    }
+}
+
+fn read(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let len = 64 * MIB;
+    if !sizes().contains(&len) {
+        return;
+    }
+    let mut input = gen::tool_output(7, len);
+    input.truncate(len);
+    let mut g = c.benchmark_group("read");
+    g.throughput(Throughput::Bytes(len as u64));
+    g.measurement_time(Duration::from_secs(8)).sample_size(10);
+    for compression in [Compression::None, Compression::Zstd { level: 1 }] {
+        let s = store.put(&input, compression, Durability::Relaxed).unwrap();
+        let id: ContentId = s.id;
+        let lines = bytecount::count(&input, b'\n') as u64;
+        let middle = LineRange {
+            first: lines / 2,
+            last: Some(lines / 2 + 100),
+        };
+        g.bench_function(
+            BenchmarkId::new(format!("show-all-{}", compression.name()), len),
+            |b| b.iter(|| black_box(store.read(&id, &Selection::All).unwrap())),
+        );
+        g.bench_function(
+            BenchmarkId::new(format!("show-lines-{}", compression.name()), len),
+            |b| b.iter(|| black_box(store.read(&id, &Selection::Lines(middle)).unwrap())),
+        );
+        std::fs::remove_file(&s.path).unwrap();
+    }
+    g.finish();
+}
+
+criterion_group!(benches, inline, spill, read);
+criterion_main!(benches);
