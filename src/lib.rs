@@ -49,6 +49,7 @@ mod measure;
 pub mod notice;
 pub mod policy;
 mod preview;
+pub mod registry;
 pub mod stage;
 pub mod store;
 pub mod units;

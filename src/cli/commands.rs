@@ -3,13 +3,14 @@
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::io::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::io::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command as Process, Stdio};
 use std::time::SystemTime;
 
 use anyhow::{anyhow, Context, Result};
 use serde_json::json;
+use spillway::registry::tools::{spawn_merged, widen_pipe};
 use spillway::store::referenced_ids;
 use spillway::{
     ByteRange, ByteSize, ContentId, GcOptions, HumanDuration, IdPrefix, LineRange, Outcome,
@@ -43,21 +44,6 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Stats(args) => stats(&store, args),
         Command::Config(args) => show_config(&eff, args),
     }
-}
-
-/// Widens a pipe to 1 MiB (best effort, Linux), so a fast producer and this
-/// process wake each other 16 times less often than with the default 64 KiB.
-fn widen_pipe(fd: i32) {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: F_SETPIPE_SZ takes an integer argument and only changes
-        // the pipe's capacity; on anything but a pipe it fails harmlessly.
-        unsafe {
-            libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20);
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = fd;
 }
 
 /// Streams `reader` into a stage in 1 MiB reads.
@@ -128,36 +114,14 @@ fn apply(eff: &Effective, store: &Store, args: ApplyArgs, quiet: bool) -> Result
     }
 }
 
-/// A pipe whose ends close on exec.
-fn pipe() -> io::Result<(File, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two descriptors into the array it is given.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    unsafe { Ok((File::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))) }
-}
-
 fn run_command(eff: &Effective, store: &Store, args: RunArgs) -> Result<i32> {
     let spiller = spiller(eff, store)?;
     let program = &args.command[0];
     let shown = program.to_string_lossy().into_owned();
-    let (mut reader, writer) = pipe().context("run: create pipe")?;
-    widen_pipe(reader.as_raw_fd());
-    let child = {
-        // stdout and stderr share one pipe, so the order is the order in
-        // which the command wrote. The parent's copies of the write end are
-        // dropped with this Command, before reading.
-        let err_end = writer.try_clone().context("run: create pipe")?;
-        let mut cmd = Process::new(program);
-        cmd.args(&args.command[1..])
-            .stdin(Stdio::inherit())
-            .stdout(Stdio::from(writer))
-            .stderr(Stdio::from(err_end));
-        cmd.spawn()
-    };
-    let mut child = match child {
+    let mut cmd = Process::new(program);
+    cmd.args(&args.command[1..]).stdin(Stdio::inherit());
+    let child = spawn_merged(&mut cmd);
+    let (mut child, mut reader) = match child {
         Ok(c) => c,
         Err(e) => {
             let code = match e.kind() {

@@ -4,6 +4,7 @@
 pub mod gen;
 pub mod oracle;
 
+#[allow(unused_imports)]
 pub use gen::tool_output;
 
 use spillway::{Compression, ContentId, Durability, Outcome, Policy, Spiller, Store};

@@ -1,0 +1,324 @@
+//! Session events and the append-only JSONL session log.
+//!
+//! # Format
+//!
+//! One JSON object per line. The first line is a header,
+//! `{"format":"spillway-session","version":1}`; every other line is an
+//! [`Event`], tagged by `"type"`. A spill is published before any event
+//! that references it is written, so a log never points at a lost object.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Block;
+use crate::store::ContentId;
+
+/// The session format this crate writes and reads.
+pub const FORMAT: &str = "spillway-session";
+/// The session format version.
+pub const VERSION: u32 = 1;
+
+/// One session event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+#[non_exhaustive]
+pub enum Event {
+    /// A tool call the model made.
+    #[serde(rename = "tool/call", rename_all = "camelCase")]
+    ToolCall {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The call's description (a card's title).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// The arguments.
+        args: Value,
+    },
+    /// The durable result of an outer call: exactly what the model got.
+    #[serde(rename = "tool/result", rename_all = "camelCase")]
+    ToolResult {
+        /// The call's id.
+        call_id: String,
+        /// The final content, after every policy and the spill stage.
+        content: Vec<Block>,
+        /// Whether the content is an error.
+        is_error: bool,
+        /// Objects this content references.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        spills: Vec<ContentId>,
+    },
+    /// A program's nested tool call starts.
+    #[serde(rename = "tool/code-dispatch-start", rename_all = "camelCase")]
+    CodeDispatchStart {
+        /// `<outerCallId>:code:<n>`.
+        sub_call_id: String,
+        /// The outer `run_code` call.
+        parent_call_id: String,
+        /// The tool.
+        tool: String,
+        /// A snapshot of the arguments.
+        args: Value,
+    },
+    /// A program's nested tool call settled.
+    #[serde(rename = "tool/code-dispatch", rename_all = "camelCase")]
+    CodeDispatch {
+        /// `<outerCallId>:code:<n>`.
+        sub_call_id: String,
+        /// The outer `run_code` call.
+        parent_call_id: String,
+        /// The tool.
+        tool: String,
+        /// A snapshot of the arguments.
+        args: Value,
+        /// The rendered content, bounded by the spill stage.
+        content: Vec<Block>,
+        /// Whether the content is an error.
+        is_error: bool,
+        /// Objects this content references.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        spills: Vec<ContentId>,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    format: String,
+    version: u32,
+}
+
+/// When appends are fsynced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LogSync {
+    /// After every event (the default).
+    #[default]
+    EveryEvent,
+    /// Never; the OS writes back when it likes.
+    Never,
+}
+
+/// Why a log operation failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LogError {
+    /// A system call failed.
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The log file.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// The file is not a session log of a version this crate reads.
+    Header {
+        /// The log file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for LogError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LogError::Io { op, path, source } => write!(f, "{op} {}: {source}", path.display()),
+            LogError::Header { path, reason } => {
+                write!(
+                    f,
+                    "{} is not a spillway session log: {reason}",
+                    path.display()
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for LogError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LogError::Io { source, .. } => Some(source),
+            LogError::Header { .. } => None,
+        }
+    }
+}
+
+/// An append-only session log.
+#[derive(Debug)]
+pub struct SessionLog {
+    path: PathBuf,
+    file: Mutex<File>,
+    sync: LogSync,
+}
+
+impl SessionLog {
+    /// Opens (creating, 0600) a session log for appending. A new or empty file
+    /// gets the header; an existing one must have it.
+    ///
+    /// # Errors
+    ///
+    /// [`LogError`] when the file cannot be opened or has another format.
+    pub fn open(path: impl AsRef<Path>, sync: LogSync) -> Result<Self, LogError> {
+        let path = path.as_ref().to_path_buf();
+        let io = |op| {
+            let path = path.clone();
+            move |source| LogError::Io { op, path, source }
+        };
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+            .map_err(io("open"))?;
+        let len = file.metadata().map_err(io("inspect"))?.len();
+        let log = SessionLog {
+            path: path.clone(),
+            file: Mutex::new(file),
+            sync,
+        };
+        if len == 0 {
+            let header = serde_json::to_string(&Header {
+                format: FORMAT.into(),
+                version: VERSION,
+            })
+            .unwrap_or_default();
+            log.append_line(header)?;
+        } else {
+            let text = std::fs::read(&path).map_err(io("read"))?;
+            let first = text.split(|&b| b == b'\n').next().unwrap_or_default();
+            check_header(first).map_err(|reason| LogError::Header {
+                path: path.clone(),
+                reason,
+            })?;
+        }
+        Ok(log)
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn append_line(&self, mut line: String) -> Result<(), LogError> {
+        line.push('\n');
+        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        let io = |op| {
+            let path = self.path.clone();
+            move |source| LogError::Io { op, path, source }
+        };
+        // One write of the whole line: with O_APPEND, lines never interleave.
+        file.write_all(line.as_bytes()).map_err(io("append to"))?;
+        if self.sync == LogSync::EveryEvent {
+            file.sync_data().map_err(io("fsync"))?;
+        }
+        Ok(())
+    }
+
+    /// Appends one event, whole.
+    ///
+    /// # Errors
+    ///
+    /// [`LogError::Io`] when the write or fsync fails.
+    pub fn append(&self, event: &Event) -> Result<(), LogError> {
+        let line = serde_json::to_string(event).map_err(|e| LogError::Io {
+            op: "serialize an event for",
+            path: self.path.clone(),
+            source: io::Error::other(e),
+        })?;
+        self.append_line(line)
+    }
+}
+
+fn check_header(line: &[u8]) -> Result<(), String> {
+    let h: Header = serde_json::from_slice(line).map_err(|e| format!("bad header line: {e}"))?;
+    if h.format != FORMAT {
+        return Err(format!("format is {:?}", h.format));
+    }
+    if h.version != VERSION {
+        return Err(format!(
+            "version {} (this build reads {VERSION})",
+            h.version
+        ));
+    }
+    Ok(())
+}
+
+/// A line replay could not use.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct BadLine {
+    /// 1-based line number.
+    pub line: usize,
+    /// Why.
+    pub reason: String,
+    /// Whether it is the last line, cut short by a crash (no newline).
+    pub torn: bool,
+}
+
+/// What [`replay`] recovered.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct Replay {
+    /// Every event that parsed, in order.
+    pub events: Vec<Event>,
+    /// Lines that did not, with why.
+    pub bad: Vec<BadLine>,
+}
+
+/// Reads a session log's bytes: keeps every valid event and reports the
+/// rest (a torn last line, garbage lines). Never fails on content.
+///
+/// # Errors
+///
+/// Only a bad header is an error: the bytes are not a session log.
+pub fn replay(bytes: &[u8]) -> Result<Replay, String> {
+    let mut lines = bytes.split(|&b| b == b'\n');
+    let first = lines.next().unwrap_or_default();
+    check_header(first)?;
+    let mut out = Replay::default();
+    let ends_with_newline = bytes.last() == Some(&b'\n');
+    let rest: Vec<&[u8]> = lines.collect();
+    let n = rest.len();
+    for (i, line) in rest.into_iter().enumerate() {
+        let last = i + 1 == n;
+        if line.is_empty() && last {
+            break;
+        }
+        match serde_json::from_slice::<Event>(line) {
+            Ok(e) => out.events.push(e),
+            Err(e) => out.bad.push(BadLine {
+                line: i + 2,
+                reason: e.to_string(),
+                torn: last && !ends_with_newline,
+            }),
+        }
+    }
+    Ok(out)
+}
+
+/// [`replay`] of a file.
+///
+/// # Errors
+///
+/// [`LogError`] when the file cannot be read or is not a session log.
+pub fn replay_file(path: &Path) -> Result<Replay, LogError> {
+    let bytes = std::fs::read(path).map_err(|source| LogError::Io {
+        op: "read",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    replay(&bytes).map_err(|reason| LogError::Header {
+        path: path.to_path_buf(),
+        reason,
+    })
+}

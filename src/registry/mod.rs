@@ -1,0 +1,586 @@
+//! A tool registry whose post-policy stage is spillway: the pipeline of the
+//! reference design, as a Rust module.
+//!
+//! For every tool call, in this order:
+//!
+//! 1. **Pre-execute policies.** A denial becomes error content and the tool
+//!    does not run.
+//! 2. **Execute**, and 3. **render** the value into content blocks. Tools
+//!    that produce text stream it into a spill stage as it arrives
+//!    ([`Cx::stage`]), so a 1 GiB output is never held in memory.
+//! 4. **Post-execute policies**, composed in order like middleware: each may
+//!    keep the content, replace it, or block (error content).
+//! 5. **The spill stage** over the final content: results made entirely of
+//!    text blocks are bounded; any non-text block passes untouched; tools in
+//!    the skip list (default `read`, `spill_read`) pass untouched, so a read of
+//!    a spilled object cannot be spilled again.
+//! 6. **Append the durable `tool/result` event**, then return the same content.
+//!
+//! Failures (a tool's error, a `run_code` failure) become error content and
+//! go through the spill stage too: a 50 MB error log is bounded like any
+//! other result.
+//!
+//! A harness that has its own registry uses [`Spiller`] directly at its step
+//! 5; this module is the whole contract for those who want it.
+
+pub mod card;
+pub mod events;
+pub mod run_code;
+pub mod tools;
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::stage::{Outcome, Spiller, Stage};
+use crate::store::{ContentId, Store};
+use crate::Policy;
+use events::{Event, LogError, SessionLog};
+use run_code::CodeRunFailed;
+
+/// The `stored` notice template for a registry that ships [`tools::SpillRead`]:
+/// it points the model at the tool it really has, not at a shell command.
+pub const SPILL_READ_STORED: &str =
+    "Full output: {id}; read it with spill_read(id=\"{id}\", lines=\"{read_lines}\")";
+
+/// Notice templates whose read hint is [`SPILL_READ_STORED`].
+///
+/// # Examples
+///
+/// ```
+/// use spillway::Policy;
+/// let policy = Policy::builder()
+///     .templates(spillway::registry::spill_read_templates())
+///     .build()
+///     .unwrap();
+/// assert!(policy.templates().stored.as_str().contains("spill_read"));
+/// ```
+pub fn spill_read_templates() -> crate::NoticeTemplates {
+    let mut t = crate::NoticeTemplates::default();
+    if let Ok(stored) = SPILL_READ_STORED.parse() {
+        t.stored = stored;
+    }
+    t
+}
+
+/// One content block of a tool result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Block {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image, base64-encoded.
+    Image {
+        /// Its MIME type.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+        /// Its bytes, base64.
+        data: String,
+    },
+}
+
+impl Block {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Block::Text { text: text.into() }
+    }
+
+    /// The text, for a text block.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Block::Text { text } => Some(text),
+            Block::Image { .. } => None,
+        }
+    }
+}
+
+/// A tool call, as the model made it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolCall {
+    /// The call's id.
+    pub id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The arguments.
+    pub args: Value,
+    /// What the call is for (a card's title).
+    pub description: Option<String>,
+}
+
+impl ToolCall {
+    /// A call of `tool` with `args`.
+    pub fn new(id: impl Into<String>, tool: impl Into<String>, args: Value) -> Self {
+        ToolCall {
+            id: id.into(),
+            tool: tool.into(),
+            args,
+            description: None,
+        }
+    }
+
+    /// With a description.
+    pub fn describe(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+}
+
+/// What a caller gets back: the same content the durable event holds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ToolResult {
+    /// The call's id.
+    pub call_id: String,
+    /// The final content.
+    pub content: Vec<Block>,
+    /// Whether it is an error.
+    pub is_error: bool,
+    /// Facts about the content; never a copy of it.
+    pub meta: ResultMeta,
+}
+
+/// Facts about a result's content.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ResultMeta {
+    /// Objects the content references.
+    pub spills: Vec<ContentId>,
+    /// Bytes of the content before the spill stage bounded it.
+    pub total_bytes: Option<u64>,
+}
+
+/// What a tool produced.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Rendered {
+    /// Content blocks held in memory.
+    Blocks(Vec<Block>),
+    /// Text that was streamed through a spill stage.
+    Streamed(Outcome),
+}
+
+/// Why a tool call failed. Becomes error content.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// A pre-execute policy said no.
+    Denied(String),
+    /// No tool has this name.
+    UnknownTool(String),
+    /// The arguments are wrong.
+    InvalidArgs(String),
+    /// A `run_code` program failed.
+    CodeRunFailed(CodeRunFailed),
+    /// The tool failed.
+    Failed(String),
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolError::Denied(r) => write!(f, "denied: {r}"),
+            ToolError::UnknownTool(t) => write!(f, "unknown tool {t:?}"),
+            ToolError::InvalidArgs(r) => write!(f, "invalid arguments: {r}"),
+            ToolError::CodeRunFailed(e) => e.fmt(f),
+            ToolError::Failed(r) => f.write_str(r),
+        }
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// A tool.
+pub trait Tool: Send + Sync {
+    /// Its name.
+    fn name(&self) -> &str;
+
+    /// Runs it and renders its value.
+    ///
+    /// # Errors
+    ///
+    /// [`ToolError`], which the registry turns into error content.
+    fn execute(&self, cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError>;
+}
+
+/// A pre-execute policy: `Err(reason)` denies the call.
+pub trait PrePolicy: Send + Sync {
+    /// Checks a call before it runs.
+    ///
+    /// # Errors
+    ///
+    /// The reason for a denial.
+    fn check(&self, call: &ToolCall) -> Result<(), String>;
+}
+
+impl<F: Fn(&ToolCall) -> Result<(), String> + Send + Sync> PrePolicy for F {
+    fn check(&self, call: &ToolCall) -> Result<(), String> {
+        self(call)
+    }
+}
+
+/// What a post-execute policy decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PostDecision {
+    /// Keep the content.
+    Keep,
+    /// Replace it.
+    Replace(Vec<Block>),
+    /// Replace it with error content.
+    Block(String),
+}
+
+/// A post-execute policy, run on successful results in order.
+pub trait PostPolicy: Send + Sync {
+    /// Looks at the rendered content.
+    fn after(&self, call: &ToolCall, content: &[Block]) -> PostDecision;
+}
+
+impl<F: Fn(&ToolCall, &[Block]) -> PostDecision + Send + Sync> PostPolicy for F {
+    fn after(&self, call: &ToolCall, content: &[Block]) -> PostDecision {
+        self(call, content)
+    }
+}
+
+/// The result could not be made durable. The result is handed back.
+#[derive(Debug)]
+pub struct NotDurable {
+    /// The result the caller would have got.
+    pub result: Box<ToolResult>,
+    /// Why the log append failed.
+    pub error: LogError,
+}
+
+impl fmt::Display for NotDurable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "tool result was not recorded: {}", self.error)
+    }
+}
+
+impl std::error::Error for NotDurable {}
+
+/// The tool registry.
+pub struct Registry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+    pre: Vec<Arc<dyn PrePolicy>>,
+    post: Vec<Arc<dyn PostPolicy>>,
+    spiller: Spiller,
+    values: Spiller,
+    log: Arc<SessionLog>,
+    skip: HashSet<String>,
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("tools", &self.tools.keys().collect::<Vec<_>>())
+            .field("skip", &self.skip)
+            .finish()
+    }
+}
+
+/// Builds a [`Registry`].
+pub struct RegistryBuilder {
+    inner: Registry,
+}
+
+impl RegistryBuilder {
+    /// Adds a tool.
+    pub fn tool(mut self, tool: impl Tool + 'static) -> Self {
+        self.inner
+            .tools
+            .insert(tool.name().to_string(), Arc::new(tool));
+        self
+    }
+
+    /// Adds a pre-execute policy (they run in the order added).
+    pub fn pre(mut self, p: impl PrePolicy + 'static) -> Self {
+        self.inner.pre.push(Arc::new(p));
+        self
+    }
+
+    /// Adds a post-execute policy (they run in the order added).
+    pub fn post(mut self, p: impl PostPolicy + 'static) -> Self {
+        self.inner.post.push(Arc::new(p));
+        self
+    }
+
+    /// The tools whose results skip the spill stage. Default: `read` and
+    /// `spill_read`.
+    pub fn skip<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
+        self.inner.skip = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The registry.
+    pub fn build(self) -> Registry {
+        self.inner
+    }
+}
+
+fn text_of(blocks: &[Block]) -> Option<String> {
+    let mut out = String::new();
+    for (i, b) in blocks.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(b.as_text()?);
+    }
+    Some(out)
+}
+
+impl Registry {
+    /// A registry whose spill stage is `spiller`, recording to `log`.
+    ///
+    /// Nested `run_code` calls give the program complete values up to the
+    /// largest budget (64 MiB); their durable copies are bounded by
+    /// `spiller`'s policy.
+    ///
+    /// # Errors
+    ///
+    /// Never in practice: the value policy is built from constants.
+    pub fn builder(
+        spiller: Spiller,
+        log: Arc<SessionLog>,
+    ) -> Result<RegistryBuilder, crate::PolicyError> {
+        let values = Policy::builder()
+            .max_inline_bytes(crate::policy::MAX_INLINE_BYTES_LIMIT as u64)
+            .compression(spiller.policy().compression())
+            .durability(spiller.policy().durability())
+            .build()?;
+        let values = Spiller::new(values, spiller.store().clone())?;
+        Ok(RegistryBuilder {
+            inner: Registry {
+                tools: BTreeMap::new(),
+                pre: Vec::new(),
+                post: Vec::new(),
+                spiller,
+                values,
+                log,
+                skip: ["read", "spill_read"]
+                    .into_iter()
+                    .map(String::from)
+                    .collect(),
+            },
+        })
+    }
+
+    /// The session log.
+    pub fn log(&self) -> &SessionLog {
+        &self.log
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        self.spiller.store()
+    }
+
+    fn precheck(&self, call: &ToolCall) -> Result<Arc<dyn Tool>, ToolError> {
+        let tool = self
+            .tools
+            .get(&call.tool)
+            .cloned()
+            .ok_or_else(|| ToolError::UnknownTool(call.tool.clone()))?;
+        for p in &self.pre {
+            p.check(call).map_err(ToolError::Denied)?;
+        }
+        Ok(tool)
+    }
+
+    /// Runs one outer tool call through the whole pipeline and records it.
+    ///
+    /// # Errors
+    ///
+    /// [`NotDurable`] when the session log cannot be written; it hands the
+    /// result back.
+    pub fn call(&self, call: &ToolCall) -> Result<ToolResult, NotDurable> {
+        let logged = self.log.append(&Event::ToolCall {
+            call_id: call.id.clone(),
+            tool: call.tool.clone(),
+            description: call.description.clone(),
+            args: call.args.clone(),
+        });
+        let executed = self.precheck(call).and_then(|tool| {
+            let mut cx = Cx {
+                registry: self,
+                call_id: call.id.clone(),
+                nested: false,
+            };
+            tool.execute(&mut cx, &call.args)
+        });
+        let (mut content, mut is_error, mut streamed) = match executed {
+            Ok(Rendered::Blocks(b)) => (b, false, None),
+            Ok(Rendered::Streamed(o)) => (vec![Block::text(o.content.clone())], false, Some(o)),
+            Err(e) => (vec![Block::text(e.to_string())], true, None),
+        };
+        if !is_error {
+            for p in &self.post {
+                match p.after(call, &content) {
+                    PostDecision::Keep => {}
+                    PostDecision::Replace(b) => {
+                        content = b;
+                        streamed = None;
+                    }
+                    PostDecision::Block(reason) => {
+                        content = vec![Block::text(format!("blocked: {reason}"))];
+                        is_error = true;
+                        streamed = None;
+                        break;
+                    }
+                }
+            }
+        }
+        let mut meta = ResultMeta::default();
+        match streamed {
+            Some(o) => {
+                meta.total_bytes = Some(o.total_bytes);
+                meta.spills.extend(o.spill.map(|s| s.id));
+            }
+            None if !self.skip.contains(&call.tool) => {
+                if let Some(text) = text_of(&content) {
+                    let o = finish_bounded(self.spiller.apply(text.as_bytes()));
+                    meta.total_bytes = Some(o.0.total_bytes);
+                    if o.0.spilled {
+                        content = vec![Block::text(o.0.content)];
+                    }
+                    meta.spills.extend(o.0.spill.map(|s| s.id));
+                    is_error |= o.1;
+                }
+            }
+            None => {}
+        }
+        let result = ToolResult {
+            call_id: call.id.clone(),
+            content,
+            is_error,
+            meta,
+        };
+        let recorded = logged.and_then(|()| {
+            self.log.append(&Event::ToolResult {
+                call_id: result.call_id.clone(),
+                content: result.content.clone(),
+                is_error: result.is_error,
+                spills: result.meta.spills.clone(),
+            })
+        });
+        match recorded {
+            Ok(()) => Ok(result),
+            Err(error) => Err(NotDurable {
+                result: Box::new(result),
+                error,
+            }),
+        }
+    }
+}
+
+/// An outcome, and whether it must count as an error (the store failed and
+/// the policy says fail).
+fn finish_bounded(r: Result<Outcome, crate::FinishError>) -> (Outcome, bool) {
+    match r {
+        Ok(o) => (o, false),
+        Err(e) => (e.into_outcome(), true),
+    }
+}
+
+/// What a tool sees while it runs.
+pub struct Cx<'a> {
+    registry: &'a Registry,
+    call_id: String,
+    nested: bool,
+}
+
+impl Cx<'_> {
+    /// The call's id (`<outer>:code:<n>` for nested calls).
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// Whether this is a program's nested call.
+    pub fn is_nested(&self) -> bool {
+        self.nested
+    }
+
+    /// A spill stage for this call's text output. Outer calls get the
+    /// registry's policy; nested calls get the largest budget, so the
+    /// program sees complete values.
+    pub fn stage(&self) -> Stage {
+        if self.nested {
+            self.registry.values.stage()
+        } else {
+            self.registry.spiller.stage()
+        }
+    }
+
+    /// Finishes a stage from [`Cx::stage`].
+    ///
+    /// # Errors
+    ///
+    /// [`ToolError::Failed`] when the store failed and the policy says fail.
+    pub fn finish(&self, stage: Stage) -> Result<Outcome, ToolError> {
+        stage.finish().map_err(|e| ToolError::Failed(e.to_string()))
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        self.registry.store()
+    }
+
+    /// The registry's policy.
+    pub fn policy(&self) -> &Policy {
+        self.registry.spiller.policy()
+    }
+
+    /// Runs a program's `n`th nested call: pre-policies apply, post-policies
+    /// do not (the program gets complete values). The durable copy in the
+    /// `tool/code-dispatch` event is bounded by the spill stage.
+    fn dispatch_nested(&mut self, n: u32, tool: &str, args: Value) -> Result<String, String> {
+        let reg = self.registry;
+        let sub_call_id = format!("{}:code:{n}", self.call_id);
+        let call = ToolCall::new(sub_call_id.clone(), tool, args.clone());
+        let _ = reg.log.append(&Event::CodeDispatchStart {
+            sub_call_id: sub_call_id.clone(),
+            parent_call_id: self.call_id.clone(),
+            tool: tool.to_string(),
+            args: args.clone(),
+        });
+        let executed = reg.precheck(&call).and_then(|t| {
+            let mut cx = Cx {
+                registry: reg,
+                call_id: sub_call_id.clone(),
+                nested: true,
+            };
+            t.execute(&mut cx, &args)
+        });
+        let (text, is_error) = match executed {
+            Ok(Rendered::Blocks(b)) => (
+                text_of(&b).unwrap_or_else(|| serde_json::to_string(&b).unwrap_or_default()),
+                false,
+            ),
+            Ok(Rendered::Streamed(o)) => (o.content, false),
+            Err(e) => (e.to_string(), true),
+        };
+        let (bounded, _) = finish_bounded(reg.spiller.apply(text.as_bytes()));
+        let _ = reg.log.append(&Event::CodeDispatch {
+            sub_call_id,
+            parent_call_id: self.call_id.clone(),
+            tool: tool.to_string(),
+            args,
+            content: vec![Block::text(bounded.content)],
+            is_error,
+            spills: bounded.spill.map(|s| s.id).into_iter().collect(),
+        });
+        if is_error {
+            Err(text)
+        } else {
+            Ok(text)
+        }
+    }
+}

@@ -1,0 +1,611 @@
+//! The registry pipeline, in three layers: unit (the pipeline's cases), host
+//! (what a frame carries) and end to end (real nested `bash` calls, replay,
+//! cards).
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use spillway::registry::card::{cards, HostFrame};
+use spillway::registry::events::{replay, replay_file, Event, LogSync, SessionLog};
+use spillway::registry::run_code::{CodeHost, CodeRunFailed, RunCode, NO_OUTPUT};
+use spillway::registry::tools::{Bash, SpillRead};
+use spillway::registry::{
+    Block, Cx, PostDecision, Registry, Rendered, Tool, ToolCall, ToolError, ToolResult,
+};
+use spillway::{Durability, Policy, Selection, Spiller, Store};
+
+type Program = fn(&str, &mut CodeHost<'_, '_>) -> Result<Option<Value>, CodeRunFailed>;
+
+/// A runtime whose "code" names one of these Rust programs.
+fn programs(code: &str, host: &mut CodeHost<'_, '_>) -> Result<Option<Value>, CodeRunFailed> {
+    match code {
+        "logs-only" => {
+            host.log("first");
+            host.log("second");
+            Ok(None)
+        }
+        "result-only" => Ok(Some(json!({"answer": 42, "list": [1, "two", null]}))),
+        "echo-two" => {
+            let one = host
+                .call("echo", json!({"text": "one"}))
+                .map_err(|e| host.fail(e))?;
+            host.log(format!("saw {one}"));
+            let two = host
+                .call("echo", json!({"text": "two"}))
+                .map_err(|e| host.fail(e))?;
+            Ok(Some(Value::String(two)))
+        }
+        "nothing" => Ok(None),
+        "empty-string" => Ok(Some(Value::String(String::new()))),
+        "flood" => {
+            for i in 0..100_000 {
+                host.log(format!("progress line {i}"));
+            }
+            host.log("error: the last line matters");
+            Ok(None)
+        }
+        "fail" => {
+            host.log("step 1 ok");
+            host.log("step 2 ok");
+            Err(host.fail("TypeError: x is undefined"))
+        }
+        "deep" => {
+            let mut v = Value::Null;
+            for _ in 0..1_000_000 {
+                v = Value::Array(vec![v]);
+            }
+            Ok(Some(v))
+        }
+        "two-bash" => {
+            let a = host
+                .call("bash", json!({"command": "echo CODE_ONE"}))
+                .map_err(|e| host.fail(e))?;
+            let b = host
+                .call("bash", json!({"command": "echo CODE_TWO"}))
+                .map_err(|e| host.fail(e))?;
+            host.log(format!("captured: {}", a.trim_end()));
+            host.log(format!("captured: {}", b.trim_end()));
+            Ok(Some(Value::String(format!(
+                "{}+{}",
+                a.trim_end(),
+                b.trim_end()
+            ))))
+        }
+        other => Err(CodeRunFailed::new(
+            format!("unknown program {other}"),
+            vec![],
+        )),
+    }
+}
+
+struct Echo;
+impl Tool for Echo {
+    fn name(&self) -> &str {
+        "echo"
+    }
+    fn execute(&self, _cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
+        Ok(Rendered::Blocks(vec![Block::text(format!(
+            "echo:{}",
+            args["text"].as_str().unwrap_or("")
+        ))]))
+    }
+}
+
+/// Returns `args.bytes` bytes of text (a `read`-like tool when named so).
+struct Big(&'static str, Arc<AtomicUsize>);
+impl Tool for Big {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn execute(&self, _cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
+        self.1.fetch_add(1, Ordering::SeqCst);
+        let n = args["bytes"].as_u64().unwrap_or(10) as usize;
+        let text: String = "0123456789abcdef\n".repeat(n / 17 + 1)[..n].to_string();
+        if args["fail"].as_bool() == Some(true) {
+            return Err(ToolError::Failed(text));
+        }
+        Ok(Rendered::Blocks(vec![Block::text(text)]))
+    }
+}
+
+struct Picture;
+impl Tool for Picture {
+    fn name(&self) -> &str {
+        "picture"
+    }
+    fn execute(&self, _cx: &mut Cx<'_>, _args: &Value) -> Result<Rendered, ToolError> {
+        Ok(Rendered::Blocks(vec![
+            Block::text("a chart:"),
+            Block::Image {
+                mime_type: "image/png".into(),
+                data: "A".repeat(200_000),
+            },
+        ]))
+    }
+}
+
+struct Harness {
+    _dir: tempfile::TempDir,
+    registry: Registry,
+    log_path: std::path::PathBuf,
+    runs: Arc<AtomicUsize>,
+}
+
+fn harness(budget: Option<usize>) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store")).unwrap();
+    let budget = budget.unwrap_or(4096);
+    let policy = Policy::builder()
+        .max_inline_bytes(budget as u64)
+        .durability(Durability::Relaxed)
+        .templates(spillway::registry::spill_read_templates())
+        .build()
+        .unwrap();
+    let spiller = Spiller::new(policy, store).unwrap();
+    let log_path = dir.path().join("session.jsonl");
+    let log = Arc::new(SessionLog::open(&log_path, LogSync::EveryEvent).unwrap());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let registry = Registry::builder(spiller, log)
+        .unwrap()
+        .tool(RunCode::new(programs as Program))
+        .tool(Echo)
+        .tool(Bash)
+        .tool(SpillRead)
+        .tool(Big("big", runs.clone()))
+        .tool(Big("read", runs.clone()))
+        .tool(Picture)
+        .pre(|call: &ToolCall| {
+            if call.args.get("forbidden").is_some() {
+                Err("forbidden argument".to_string())
+            } else {
+                Ok(())
+            }
+        })
+        .post(|_call: &ToolCall, content: &[Block]| {
+            if content
+                .iter()
+                .any(|b| b.as_text().is_some_and(|t| t.contains("SECRET")))
+            {
+                PostDecision::Block("the output contains a secret".into())
+            } else {
+                PostDecision::Keep
+            }
+        })
+        .build();
+    Harness {
+        _dir: dir,
+        registry,
+        log_path,
+        runs,
+    }
+}
+
+fn run_code(h: &Harness, id: &str, code: &str) -> ToolResult {
+    h.registry
+        .call(
+            &ToolCall::new(id, "run_code", json!({ "code": code }))
+                .describe(format!("program {code}")),
+        )
+        .unwrap()
+}
+
+fn text(r: &ToolResult) -> &str {
+    assert_eq!(r.content.len(), 1, "{:?}", r.content);
+    r.content[0].as_text().unwrap()
+}
+
+fn events(h: &Harness) -> Vec<Event> {
+    let r = replay_file(&h.log_path).unwrap();
+    assert!(r.bad.is_empty(), "{:?}", r.bad);
+    r.events
+}
+
+// ---- unit ----
+
+#[test]
+fn logs_only() {
+    let h = harness(None);
+    let r = run_code(&h, "c1", "logs-only");
+    assert_eq!(text(&r), "first\nsecond");
+    assert!(!r.is_error);
+}
+
+#[test]
+fn result_only() {
+    let h = harness(None);
+    let r = run_code(&h, "c1", "result-only");
+    assert_eq!(text(&r), r#"{"answer":42,"list":[1,"two",null]}"#);
+}
+
+#[test]
+fn logs_and_result_and_one_event_per_dispatch() {
+    let h = harness(None);
+    let r = run_code(&h, "outer", "echo-two");
+    assert_eq!(text(&r), "saw echo:one\necho:two");
+    let ev = events(&h);
+    let dispatches: Vec<&Event> = ev
+        .iter()
+        .filter(|e| matches!(e, Event::CodeDispatch { .. }))
+        .collect();
+    assert_eq!(dispatches.len(), 2);
+    let starts = ev
+        .iter()
+        .filter(|e| matches!(e, Event::CodeDispatchStart { .. }))
+        .count();
+    assert_eq!(starts, 2);
+    match dispatches[1] {
+        Event::CodeDispatch {
+            sub_call_id,
+            parent_call_id,
+            args,
+            content,
+            ..
+        } => {
+            assert_eq!(sub_call_id, "outer:code:2");
+            assert_eq!(parent_call_id, "outer");
+            assert_eq!(args, &json!({"text": "two"}));
+            assert_eq!(content, &vec![Block::text("echo:two")]);
+        }
+        _ => unreachable!(),
+    }
+    // The result's meta carries no copy of the content.
+    let meta = serde_json::to_string(&r.meta).unwrap();
+    assert!(!meta.contains("echo:two"), "{meta}");
+}
+
+#[test]
+fn no_output() {
+    let h = harness(None);
+    assert_eq!(text(&run_code(&h, "c1", "nothing")), NO_OUTPUT);
+    assert_eq!(text(&run_code(&h, "c2", "empty-string")), NO_OUTPUT);
+}
+
+#[test]
+fn over_budget_is_spilled_bounded_and_stored_whole() {
+    let h = harness(None);
+    let r = run_code(&h, "c1", "flood");
+    let t = text(&r);
+    assert!(t.len() <= 4096);
+    assert!(t.ends_with("error: the last line matters"));
+    assert!(t.contains("[spillway: omitted lines"));
+    assert_eq!(r.meta.spills.len(), 1);
+    let full = h
+        .registry
+        .store()
+        .read(&r.meta.spills[0], &Selection::All)
+        .unwrap();
+    let mut want: Vec<String> = (0..100_000).map(|i| format!("progress line {i}")).collect();
+    want.push("error: the last line matters".into());
+    assert_eq!(String::from_utf8(full).unwrap(), want.join("\n"));
+    // The durable event references the spill.
+    let ev = events(&h);
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, Event::ToolResult { spills, .. } if spills == &r.meta.spills)));
+}
+
+#[test]
+fn failure_keeps_the_logs_and_is_error_content() {
+    let h = harness(None);
+    let r = run_code(&h, "c1", "fail");
+    assert!(r.is_error);
+    let t = text(&r);
+    assert!(
+        t.starts_with("CODE_RUN_FAILED: TypeError: x is undefined"),
+        "{t}"
+    );
+    assert!(t.contains("step 1 ok\nstep 2 ok"));
+}
+
+#[test]
+fn a_50_mb_error_is_bounded_too() {
+    let h = harness(None);
+    let r = h
+        .registry
+        .call(&ToolCall::new(
+            "c1",
+            "big",
+            json!({"bytes": 50_000_000, "fail": true}),
+        ))
+        .unwrap();
+    assert!(r.is_error);
+    assert!(text(&r).len() <= 4096);
+    assert_eq!(r.meta.total_bytes, Some(50_000_000));
+    assert_eq!(r.meta.spills.len(), 1);
+}
+
+#[test]
+fn post_policy_block_replaces_the_content_with_an_error() {
+    let h = harness(None);
+    let r = h
+        .registry
+        .call(&ToolCall::new(
+            "c1",
+            "echo",
+            json!({"text": "SECRET=hunter2"}),
+        ))
+        .unwrap();
+    assert!(r.is_error);
+    assert_eq!(text(&r), "blocked: the output contains a secret");
+    // The durable result never holds the blocked output.
+    for e in events(&h) {
+        if let Event::ToolResult { content, .. } = e {
+            assert_eq!(
+                content,
+                vec![Block::text("blocked: the output contains a secret")]
+            );
+        }
+    }
+}
+
+#[test]
+fn pre_policy_denial_means_the_tool_never_runs() {
+    let h = harness(None);
+    let r = h
+        .registry
+        .call(&ToolCall::new("c1", "big", json!({"forbidden": true})))
+        .unwrap();
+    assert!(r.is_error);
+    assert_eq!(text(&r), "denied: forbidden argument");
+    assert_eq!(h.runs.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn non_text_results_pass_untouched() {
+    let h = harness(None);
+    let r = h
+        .registry
+        .call(&ToolCall::new("c1", "picture", json!({})))
+        .unwrap();
+    assert_eq!(r.content.len(), 2);
+    assert!(matches!(&r.content[1], Block::Image { data, .. } if data.len() == 200_000));
+    assert!(r.meta.spills.is_empty());
+}
+
+#[test]
+fn the_skip_list_passes_read_untouched() {
+    let h = harness(None);
+    let r = h
+        .registry
+        .call(&ToolCall::new("c1", "read", json!({"bytes": 100_000})))
+        .unwrap();
+    assert_eq!(text(&r).len(), 100_000);
+    let r = h
+        .registry
+        .call(&ToolCall::new("c2", "big", json!({"bytes": 100_000})))
+        .unwrap();
+    assert!(text(&r).len() <= 4096);
+}
+
+#[test]
+fn deep_values_render_and_drop_in_bounded_stack() {
+    // A small stack proves neither rendering nor dropping recurses.
+    let t = std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(|| {
+            let h = harness(None);
+            let r = run_code(&h, "c1", "deep");
+            let t = text(&r).to_string();
+            assert!(t.starts_with("[[[[") && t.len() <= 4096);
+            let full = h
+                .registry
+                .store()
+                .read(&r.meta.spills[0], &Selection::All)
+                .unwrap();
+            assert_eq!(full.len(), 2_000_004);
+            assert!(full[..1_000_000].iter().all(|&b| b == b'['));
+            assert_eq!(&full[1_000_000..1_000_004], b"null");
+            assert!(full[1_000_004..].iter().all(|&b| b == b']'));
+        })
+        .unwrap();
+    t.join().expect("no stack overflow");
+}
+
+#[test]
+fn unknown_tools_and_bad_args_are_error_content() {
+    let h = harness(None);
+    let r = h
+        .registry
+        .call(&ToolCall::new("c1", "nope", json!({})))
+        .unwrap();
+    assert!(r.is_error && text(&r).contains("unknown tool"));
+    let r = h
+        .registry
+        .call(&ToolCall::new("c2", "run_code", json!({})))
+        .unwrap();
+    assert!(r.is_error && text(&r).contains("invalid arguments"));
+    let r = h
+        .registry
+        .call(&ToolCall::new("c3", "spill_read", json!({"id": "../etc"})))
+        .unwrap();
+    assert!(r.is_error && text(&r).contains("invalid content id"));
+}
+
+#[test]
+fn bash_reports_exit_status_and_signals() {
+    let h = harness(None);
+    let r = h
+        .registry
+        .call(&ToolCall::new(
+            "c1",
+            "bash",
+            json!({"command": "echo out; echo err >&2; exit 3"}),
+        ))
+        .unwrap();
+    assert_eq!(text(&r), "out\nerr\n\n[exit status 3]");
+    let r = h
+        .registry
+        .call(&ToolCall::new(
+            "c2",
+            "bash",
+            json!({"command": "kill -9 $$"}),
+        ))
+        .unwrap();
+    assert_eq!(text(&r), "[killed by signal 9]");
+    let r = h
+        .registry
+        .call(&ToolCall::new(
+            "c3",
+            "bash",
+            json!({"command": "yes spill | head -c 20000000"}),
+        ))
+        .unwrap();
+    assert!(text(&r).len() <= 4096);
+    assert_eq!(r.meta.total_bytes, Some(20_000_000));
+}
+
+// ---- session log ----
+
+#[test]
+fn replay_keeps_every_valid_line_and_reports_the_rest() {
+    let h = harness(None);
+    run_code(&h, "c1", "logs-only");
+    run_code(&h, "c2", "result-only");
+    let mut bytes = std::fs::read(&h.log_path).unwrap();
+    let valid = replay(&bytes).unwrap().events.len();
+    // Garbage in the middle, a torn line at the end.
+    let mut mangled = bytes.clone();
+    let at = mangled.iter().position(|&b| b == b'\n').unwrap() + 1;
+    mangled.splice(at..at, b"not json at all\n\xff\xfe\n".iter().copied());
+    mangled.extend_from_slice(br#"{"type":"tool/result","callId":"c3","cont"#);
+    let r = replay(&mangled).unwrap();
+    assert_eq!(r.events.len(), valid);
+    assert_eq!(r.bad.len(), 3);
+    assert!(r.bad.last().unwrap().torn);
+    assert!(!r.bad[0].torn);
+    // The projection still works on what survived.
+    assert_eq!(cards(&r.events).len(), 2);
+    // Not a session log at all.
+    assert!(replay(b"hello\n").is_err());
+    bytes.clear();
+    assert!(replay(&bytes).is_err());
+}
+
+#[test]
+fn reopening_a_log_appends_and_checks_the_header() {
+    let h = harness(None);
+    run_code(&h, "c1", "logs-only");
+    drop(h.registry);
+    let log = SessionLog::open(&h.log_path, LogSync::Never).unwrap();
+    log.append(&Event::ToolCall {
+        call_id: "c9".into(),
+        tool: "echo".into(),
+        description: None,
+        args: json!({}),
+    })
+    .unwrap();
+    assert_eq!(replay_file(&h.log_path).unwrap().events.len(), 3);
+    let other = h._dir.path().join("other.jsonl");
+    std::fs::write(&other, "{\"format\":\"something-else\",\"version\":1}\n").unwrap();
+    assert!(SessionLog::open(&other, LogSync::Never).is_err());
+}
+
+// ---- host ----
+
+#[test]
+fn a_host_frame_carries_the_content_exactly_once() {
+    let h = harness(None);
+    run_code(&h, "c1", "echo-two");
+    let ev = events(&h);
+    let frame = ev.iter().find_map(HostFrame::for_event).unwrap();
+    let json = serde_json::to_string(&frame).unwrap();
+    assert_eq!(json.matches("saw echo:one").count(), 1, "{json}");
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert!(v.get("view").is_none());
+    assert_eq!(v.as_object().unwrap().len(), 4);
+}
+
+// ---- end to end ----
+
+#[test]
+fn code_mode_end_to_end() {
+    let h = harness(None);
+    let r = run_code(&h, "outer-1", "two-bash");
+    let want = "captured: CODE_ONE\ncaptured: CODE_TWO\nCODE_ONE+CODE_TWO";
+    assert_eq!(text(&r), want);
+    let ev = events(&h);
+    // The durable log holds the complete result.
+    assert!(ev.iter().any(
+        |e| matches!(e, Event::ToolResult { content, .. } if content == &vec![Block::text(want)])
+    ));
+    // Nested calls are events…
+    let subs: Vec<&str> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::CodeDispatch { sub_call_id, .. } => Some(sub_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(subs, ["outer-1:code:1", "outer-1:code:2"]);
+    // …and replay yields one card, with both lines, and no nested cards.
+    let cs = cards(&ev);
+    assert_eq!(cs.len(), 1);
+    assert_eq!(cs[0].title, "program two-bash");
+    assert_eq!(cs[0].kind, "execute");
+    assert_eq!(cs[0].raw_input, json!("two-bash"));
+    assert_eq!(cs[0].content, Some(vec![Block::text(want)]));
+}
+
+#[test]
+fn code_mode_with_a_tiny_budget_shows_the_preview_and_spill_read_returns_everything() {
+    let probe = support::temp_store();
+    let budget = support::min_budget(&probe.1) + 200;
+    let h = harness(Some(budget));
+    let r = run_code(&h, "outer-1", "flood");
+    let t = text(&r).to_string();
+    assert!(t.len() <= budget);
+    let cs = cards(&events(&h));
+    assert_eq!(cs.len(), 1);
+    assert_eq!(
+        cs[0].content,
+        Some(vec![Block::text(t.clone())]),
+        "the card shows the bounded preview"
+    );
+    // The notice points at the tool the model has.
+    assert!(t.contains("read it with spill_read(id=\""), "{t}");
+    // Read everything back through the tool the model really has.
+    let id = r.meta.spills[0].to_string();
+    let mut got = String::new();
+    let mut next = "1:".to_string();
+    for call in 0.. {
+        let page = h
+            .registry
+            .call(&ToolCall::new(
+                format!("read-{call}"),
+                "spill_read",
+                json!({"id": id, "lines": next}),
+            ))
+            .unwrap();
+        assert!(!page.is_error, "{:?}", page.content);
+        let p = text(&page);
+        assert!(p.len() <= budget);
+        match p.rsplit_once("[spill_read: showing lines ") {
+            Some((body, note)) => {
+                got.push_str(body);
+                next = note
+                    .split("lines=\"")
+                    .nth(1)
+                    .unwrap()
+                    .trim_end_matches("\"]")
+                    .to_string();
+            }
+            None => {
+                got.push_str(p);
+                break;
+            }
+        }
+        assert!(call < 100_000);
+    }
+    let full = String::from_utf8(
+        h.registry
+            .store()
+            .read(&r.meta.spills[0], &Selection::All)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(got, full);
+    assert!(got.ends_with("error: the last line matters"));
+}
