@@ -52,27 +52,37 @@ def main():
     if not os.path.isdir(ROOT):
         sys.exit(f"no benchmark results in {ROOT}: run `cargo bench --bench stage` first")
     rows = []
-    for top in sorted(os.listdir(ROOT)):
-        for sub in sorted(os.listdir(os.path.join(ROOT, top))) if os.path.isdir(os.path.join(ROOT, top)) else []:
-            group_dir = os.path.join(ROOT, top, sub)
-            if not os.path.isdir(group_dir) or sub == "report":
+    # Criterion names a group's folder after the group, '/' turned into '_'.
+    for group in sorted(os.listdir(ROOT)):
+        group_dir = os.path.join(ROOT, group)
+        if not os.path.isdir(group_dir) or group == "report":
+            continue
+        for case, (baseline, targets) in PAIRS.items():
+            case_dir = os.path.join(group_dir, case)
+            if not os.path.isdir(case_dir):
                 continue
-            for case, (baseline, targets) in PAIRS.items():
-                case_dir = os.path.join(group_dir, case)
-                if not os.path.isdir(case_dir):
+            sizes = sorted(int(s) for s in os.listdir(case_dir) if s.isdigit())
+            for size in sizes:
+                t = median_ns(group_dir, case, size)
+                b = median_ns(group_dir, baseline, size)
+                if t is None or b is None:
                     continue
-                sizes = sorted(int(s) for s in os.listdir(case_dir) if s.isdigit())
-                for size in sizes:
-                    t = median_ns(group_dir, case, size)
-                    b = median_ns(group_dir, baseline, size)
-                    if t is None or b is None:
-                        continue
-                    target = targets.get(size)
-                    ratio = t / b
-                    verdict = "" if target is None else ("meets" if ratio <= target else "MISSES")
-                    gbps = size / t  # bytes per ns == GB/s
-                    rows.append((f"{top}/{sub}", human(size), case, fmt_time(t), f"{gbps:.2f}", baseline, fmt_time(b),
-                                 f"{ratio:.2f}x", "" if target is None else f"<= {target}x {verdict}"))
+                target = targets.get(size)
+                ratio = t / b
+                verdict = "" if target is None else ("meets" if ratio <= target else "MISSES")
+                gbps = size / t  # bytes per ns == GB/s
+                rows.append((group.replace("_", "/", 1), human(size), case, fmt_time(t), f"{gbps:.2f}", baseline,
+                             fmt_time(b), f"{ratio:.2f}x", "" if target is None else f"<= {target}x {verdict}"))
+    for group in ("read",):
+        group_dir = os.path.join(ROOT, group)
+        if not os.path.isdir(group_dir):
+            continue
+        for case in sorted(os.listdir(group_dir)):
+            case_dir = os.path.join(group_dir, case)
+            for size in sorted(int(s) for s in os.listdir(case_dir) if s.isdigit()):
+                t = median_ns(group_dir, case, size)
+                if t is not None:
+                    rows.append((group, human(size), case, fmt_time(t), f"{size / t:.2f}", "", "", "", ""))
     if not rows:
         sys.exit("no case/baseline pairs found")
     head = ("group", "size", "case", "median", "GB/s", "baseline", "baseline median", "ratio", "target")

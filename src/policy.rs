@@ -50,6 +50,14 @@ impl Compression {
     }
 }
 
+impl Serialize for Compression {
+    /// As its [`name`](Compression::name): an object's compression, not the
+    /// level it was written at.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
 /// What a stage does when the store cannot save an over-budget output (disk
 /// full, no permission, read-only store).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,7 +9,9 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use super::{is_locked, ContentId, ObjectInfo, Store, StoreError};
+use super::{
+    is_locked, lock_exclusive, open_regular, same_file, ContentId, ObjectInfo, Store, StoreError,
+};
 use crate::policy::Compression;
 
 /// How old an unlocked temp file must be before cleanup removes it. A temp
@@ -263,6 +265,10 @@ impl Store {
 
     /// Renames `obj` aside, then deletes it unless a writer touched it after
     /// `started`, in which case it is put back. Returns whether it is gone.
+    ///
+    /// The object's inode is locked first and stays locked while it is
+    /// aside, so temp-file cleanup (of this gc or another) never takes it
+    /// for a dead writer's file, and a second gc skips it.
     fn remove_unless_reused(
         &self,
         obj: &ObjectInfo,
@@ -270,6 +276,14 @@ impl Store {
         report: &mut GcReport,
     ) -> Result<bool, StoreError> {
         Store::ensure_dir(self.tmp_dir())?;
+        let file = match open_regular(&obj.path) {
+            Ok(f) => f,
+            // Gone already (another gc), or not a file: nothing to do here.
+            Err(_) => return Ok(false),
+        };
+        if !lock_exclusive(&file) || !same_file(&file, &obj.path) {
+            return Ok(false);
+        }
         let aside = self.tmp_dir().join(format!(
             "gc-{}-{}.trash",
             std::process::id(),
@@ -277,11 +291,11 @@ impl Store {
         ));
         match fs::rename(&obj.path, &aside) {
             Ok(()) => {}
-            // Already gone (another gc): nothing to do.
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(StoreError::io("move aside", &obj.path)(e)),
         }
-        let reused = fs::symlink_metadata(&aside)
+        let reused = file
+            .metadata()
             .and_then(|m| m.modified())
             .is_ok_and(|m| m >= started);
         if reused {
@@ -295,8 +309,11 @@ impl Store {
             report.restored += 1;
             return Ok(false);
         }
-        fs::remove_file(&aside).map_err(StoreError::io("remove", &aside))?;
-        Ok(true)
+        match fs::remove_file(&aside) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(true),
+            Err(e) => Err(StoreError::io("remove", &aside)(e)),
+        }
     }
 
     /// Totals over the store, without reading object contents.

@@ -51,11 +51,13 @@
 //! through a symbolic link: directories are checked with `lstat`, files are
 //! opened with `O_NOFOLLOW`.
 
+mod faults;
 mod id;
 mod maintain;
 mod read;
 mod write;
 
+pub use faults::{FaultPlan, FaultPoint};
 pub use id::{ContentId, IdError, IdPrefix, MIN_PREFIX_DIGITS};
 pub use maintain::{
     referenced_ids, CorruptObject, GcOptions, GcReport, Stats, VerifyReport, DEFAULT_TEMP_GRACE,
@@ -198,6 +200,7 @@ struct Inner {
     tmp: PathBuf,
     quarantine: PathBuf,
     counter: AtomicU64,
+    faults: Option<FaultPlan>,
 }
 
 /// A handle on a store directory. Cheap to clone; safe to share between
@@ -247,7 +250,26 @@ impl Store {
             base,
             root,
             counter: AtomicU64::new(0),
+            faults: None,
         })))
+    }
+
+    /// This store with a fault-injection plan (for tests: see [`FaultPlan`]).
+    pub fn with_faults(&self, plan: FaultPlan) -> Store {
+        let i = &self.0;
+        Store(Arc::new(Inner {
+            root: i.root.clone(),
+            base: i.base.clone(),
+            objects: i.objects.clone(),
+            tmp: i.tmp.clone(),
+            quarantine: i.quarantine.clone(),
+            counter: AtomicU64::new(0),
+            faults: Some(plan),
+        }))
+    }
+
+    pub(crate) fn faults(&self) -> Option<&FaultPlan> {
+        self.0.faults.as_ref()
     }
 
     /// The root directory.
@@ -349,6 +371,9 @@ impl Store {
             let n = self.0.counter.fetch_add(1, Ordering::Relaxed);
             let name = format!("{}-{}-{n}.tmp", std::process::id(), now_nanos());
             let path = self.0.tmp.join(name);
+            if let Err(e) = faults::check(self.faults(), FaultPoint::Create) {
+                return Err(StoreError::io("create temp file", &path)(e));
+            }
             match fs::OpenOptions::new()
                 .write(true)
                 .read(true)
@@ -363,7 +388,7 @@ impl Store {
                     // Held while the writer lives (the kernel drops it if the
                     // process dies), so cleanup can tell a live writer from
                     // a crashed one.
-                    lock_exclusive(&file);
+                    let _ = lock_exclusive(&file);
                     return Ok((path, file));
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -454,7 +479,7 @@ impl Store {
 }
 
 /// Whether `path` still names the open `file`.
-fn same_file(file: &fs::File, path: &Path) -> bool {
+pub(crate) fn same_file(file: &fs::File, path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     match (file.metadata(), fs::symlink_metadata(path)) {
         (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
@@ -462,13 +487,12 @@ fn same_file(file: &fs::File, path: &Path) -> bool {
     }
 }
 
-/// Takes an exclusive advisory lock without waiting (best effort).
-fn lock_exclusive(file: &fs::File) {
+/// Takes an exclusive advisory lock without waiting; whether it was taken.
+/// The lock lives as long as the open file, and dies with the process.
+pub(crate) fn lock_exclusive(file: &fs::File) -> bool {
     use std::os::unix::io::AsRawFd;
     // SAFETY: flock only reads the descriptor, which `file` keeps open.
-    unsafe {
-        libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB);
-    }
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
 }
 
 /// Whether another process holds the lock of a temp file (a live writer).

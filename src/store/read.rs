@@ -144,15 +144,10 @@ pub struct ObjectInfo {
     /// Its size on disk.
     pub stored_bytes: u64,
     /// How it is compressed.
-    #[serde(serialize_with = "compression_name")]
     pub compression: Compression,
     /// When it was last written or reused.
     #[serde(skip)]
     pub modified: Option<SystemTime>,
-}
-
-fn compression_name<S: serde::Serializer>(c: &Compression, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(c.name())
 }
 
 /// Copies the selected part of each chunk into `out`.

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{ContentId, Store, StoreError};
+use super::faults::{self, FaultPlan, FaultPoint};
+use super::{same_file, ContentId, Store, StoreError};
 use crate::policy::{Compression, Durability};
 
 /// Writes are gathered into blocks of this size before they are hashed and
@@ -65,14 +66,9 @@ pub struct Stored {
     /// Its size on disk.
     pub stored_bytes: u64,
     /// How it is compressed (`"none"` or `"zstd"` in JSON).
-    #[serde(serialize_with = "compression_name")]
     pub compression: Compression,
     /// Whether the object already existed, so nothing new was stored.
     pub dedup: bool,
-}
-
-fn compression_name<S: serde::Serializer>(c: &Compression, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(c.name())
 }
 
 /// The temp file; removed when dropped unless it was published.
@@ -95,10 +91,12 @@ struct FileSink {
     written: u64,
     flushed_to: u64,
     early_writeback: bool,
+    faults: Option<FaultPlan>,
 }
 
 impl Write for FileSink {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        faults::check(self.faults.as_ref(), FaultPoint::Write)?;
         let n = self.file.write(buf)?;
         self.written += n as u64;
         if self.early_writeback && self.written - self.flushed_to >= WRITEBACK_EVERY {
@@ -195,6 +193,7 @@ impl ObjectWriter {
             written: 0,
             flushed_to: 0,
             early_writeback: durability == Durability::Durable,
+            faults: store.faults().cloned(),
         };
         let sink = match compression {
             Compression::None => Sink::Raw(file),
@@ -346,17 +345,23 @@ impl ObjectWriter {
             None => unreachable_sink(&path)?,
         };
         if self.durability == Durability::Durable {
-            file.file
-                .sync_data()
+            // An fsync error is final: the object is not published, and the
+            // write is never retried as if it had succeeded.
+            faults::check(file.faults.as_ref(), FaultPoint::Fsync)
+                .and_then(|()| file.file.sync_data())
                 .map_err(StoreError::io("fsync", &path))?;
         }
         let stored_bytes = file.written;
-        drop(file);
         let id = ContentId::from_hash(self.hasher.finalize());
-        self.publish(id, stored_bytes)
+        self.publish(id, stored_bytes, file.file)
     }
 
-    fn publish(mut self, id: ContentId, stored_bytes: u64) -> Result<Stored, StoreError> {
+    fn publish(
+        mut self,
+        id: ContentId,
+        stored_bytes: u64,
+        file: fs::File,
+    ) -> Result<Stored, StoreError> {
         if let Some(hit) = self.store.dedup_hit(&id)? {
             return Ok(hit);
         }
@@ -374,15 +379,41 @@ impl ObjectWriter {
             compression: self.compression,
             dedup: false,
         };
-        match publish_no_clobber(&self.temp.path, &dest) {
-            Ok(()) => {}
+        let plan = self.store.faults().cloned();
+        let link = |from: &Path, to: &Path| {
+            faults::check(plan.as_ref(), FaultPoint::Publish)?;
+            publish_no_clobber(from, to)
+        };
+        match link(&self.temp.path, &dest) {
+            Ok(()) => {
+                // Mark it used now, through our own inode, then make sure the
+                // name still holds it: a gc that listed it before we linked
+                // puts back what was touched after it started, and if it
+                // already removed it we publish again.
+                for _ in 0..8 {
+                    let _ = file.set_modified(std::time::SystemTime::now());
+                    if same_file(&file, &dest) {
+                        break;
+                    }
+                    match link(&self.temp.path, &dest) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                            if let Some(hit) = self.store.dedup_hit(&id)? {
+                                return Ok(hit);
+                            }
+                        }
+                        Err(e) => return Err(StoreError::io("publish", &dest)(e)),
+                    }
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 // Another writer published the same content first; keep
                 // theirs if it is sound, replace it if not.
                 if let Some(hit) = self.store.dedup_hit(&id)? {
                     return Ok(hit);
                 }
-                fs::rename(&self.temp.path, &dest)
+                faults::check(self.store.faults(), FaultPoint::Publish)
+                    .and_then(|()| fs::rename(&self.temp.path, &dest))
                     .map_err(StoreError::io("replace corrupt object", &dest))?;
                 self.temp.live = false;
             }
@@ -394,6 +425,8 @@ impl ObjectWriter {
             self.temp.live = false;
         }
         if self.durability == Durability::Durable {
+            faults::check(self.store.faults(), FaultPoint::DirFsync)
+                .map_err(StoreError::io("fsync directory", &shard))?;
             sync_dir(&shard)?;
         }
         Ok(stored)
