@@ -27,9 +27,14 @@ use std::borrow::Cow;
 use crate::measure::count_lines;
 use crate::notice::{Cut, Facts, Kind, NoticeTemplates};
 
-/// How far back a cut looks for the start of an escape sequence it might be
-/// inside. Longer sequences (rare: OSC strings) can still be split.
-pub(crate) const ESC_LOOKBACK: usize = 256;
+/// The longest escape sequence, in bytes. A sequence that has not ended by
+/// then is malformed and is taken to end there, so an unterminated OSC
+/// string cannot swallow the rest of the output, and a cut only needs to
+/// look this far back for the sequence it might be inside.
+pub(crate) const MAX_ESCAPE: usize = 256;
+
+/// How far back a cut looks for the start of an escape sequence.
+pub(crate) const ESC_LOOKBACK: usize = MAX_ESCAPE;
 
 /// Bytes the tail window keeps before the largest possible tail: room to find
 /// a UTF-8 boundary, the byte before the tail and escape sequences.
@@ -168,8 +173,19 @@ fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
 /// CSI (`ESC [` … final byte), string sequences (OSC, DCS, SOS, PM, APC: up to
 /// BEL for OSC, ST, CAN or SUB; another ESC ends them too), nF sequences
 /// (intermediates then a final byte) and two-byte escapes. Malformed
-/// sequences end before the first byte that does not belong.
+/// sequences end before the first byte that does not belong, and no
+/// sequence is longer than [`MAX_ESCAPE`]: one that has not ended within
+/// that many bytes ends there.
 pub(crate) fn escape_len(s: &[u8]) -> Option<usize> {
+    let capped = s.len() >= MAX_ESCAPE;
+    match escape_len_within(&s[..s.len().min(MAX_ESCAPE)]) {
+        Some(n) => Some(n),
+        None if capped => Some(MAX_ESCAPE),
+        None => None,
+    }
+}
+
+fn escape_len_within(s: &[u8]) -> Option<usize> {
     let &kind = s.get(1)?;
     match kind {
         b'[' => {
@@ -183,11 +199,10 @@ pub(crate) fn escape_len(s: &[u8]) -> Option<usize> {
             None
         }
         b']' | b'P' | b'X' | b'^' | b'_' => {
-            let mut i = 2;
-            while let Some(j) = memchr::memchr3(0x07, ESC, 0x18, &s[i..]).map(|j| i + j) {
-                match s[j] {
+            for (j, &b) in s.iter().enumerate().skip(2) {
+                match b {
                     0x07 if kind == b']' => return Some(j + 1),
-                    0x18 => return Some(j + 1),
+                    0x18 | 0x1A => return Some(j + 1),
                     ESC => {
                         return match s.get(j + 1) {
                             Some(b'\\') => Some(j + 2),
@@ -197,10 +212,8 @@ pub(crate) fn escape_len(s: &[u8]) -> Option<usize> {
                     }
                     _ => {}
                 }
-                i = j + 1;
             }
-            // SUB also cancels; rare enough to look for separately.
-            memchr::memchr(0x1A, &s[2..]).map(|j| j + 3)
+            None
         }
         0x20..=0x2F => {
             for (i, &b) in s.iter().enumerate().skip(2) {
@@ -501,6 +514,12 @@ mod tests {
             (b"\x1b\x01", Some(1)),
             (b"\x1b[3\xc3\xa9", Some(3)),
         ];
+        // No sequence is longer than MAX_ESCAPE.
+        let long = [b"\x1b]0;".as_slice(), &[b'x'; 400]].concat();
+        assert_eq!(escape_len(&long), Some(MAX_ESCAPE));
+        assert_eq!(escape_len(&long[..MAX_ESCAPE - 1]), None);
+        let csi = [b"\x1b[".as_slice(), &[b'1'; 300]].concat();
+        assert_eq!(escape_len(&csi), Some(MAX_ESCAPE));
         for (s, want) in cases {
             assert_eq!(escape_len(s), want, "{s:?}");
         }

@@ -263,8 +263,11 @@ fn a_failed_build_keeps_its_last_line() {
 fn hazards_at_every_position_around_the_cuts() {
     let (_dir, store) = temp_store();
     let cap = min_budget(&store) + 300;
-    let hazards: [&[u8]; 6] = [
+    let hazards: [&[u8]; 7] = [
         b"\r\n",
+        // Unterminated: it runs into the text after it, up to the 256-byte
+        // cap on escape sequences.
+        b"\x1b]2;never terminated ",
         b"\x1b[1;31m",
         b"\x1b]0;window title\x07",
         b"\x1b]8;;http://example.org\x1b\\",

@@ -1,3 +1,4 @@
+#![allow(dead_code)]
 //! What the stage targets share: a store per process and a policy drawn
 //! mostly near the sizes where boundary bugs live.
 
@@ -77,7 +78,12 @@ impl Params {
     pub fn policy(&self, store: &Store, len: usize) -> Policy {
         let min = support::min_budget(store);
         let lines = self.lines().map(|l| l.max(1));
-        support::policy(self.budget(min, len), lines, self.percent(), self.compression())
+        support::policy(
+            self.budget(min, len),
+            lines,
+            self.percent(),
+            self.compression(),
+        )
     }
 }
 

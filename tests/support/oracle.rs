@@ -61,8 +61,17 @@ fn escape_spans(b: &[u8]) -> Vec<(usize, usize)> {
     spans
 }
 
-/// Where the sequence starting at `i` ends (the text's end if it does not).
+/// The longest escape sequence: one that has not ended within this many
+/// bytes ends there.
+const MAX_ESCAPE: usize = 256;
+
+/// Where the sequence starting at `i` ends: by its own rules, or at the
+/// text's end if the text ends first, or `i + MAX_ESCAPE` if it runs longer.
 fn escape_end(b: &[u8], i: usize) -> usize {
+    escape_end_within(&b[..(i + MAX_ESCAPE).min(b.len())], i)
+}
+
+fn escape_end_within(b: &[u8], i: usize) -> usize {
     let n = b.len();
     let Some(&kind) = b.get(i + 1) else { return n };
     match kind {
