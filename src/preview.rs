@@ -283,11 +283,21 @@ fn cut_head(text: &str, whole: bool, max_bytes: usize, max_lines: Option<u64>) -
     if end > 0 {
         return end;
     }
-    let mut c = floor_char_boundary(text, lim);
-    if c > 0 && b[c - 1] == b'\r' && b.get(c) == Some(&b'\n') {
-        c -= 1;
+    // The last position at or before `lim` that is a character boundary,
+    // not between CR and LF, and not inside an escape sequence. Each rule
+    // only moves the cut back, so repeat until none moves it.
+    let mut c = lim;
+    loop {
+        let before = c;
+        c = floor_char_boundary(text, c);
+        if c > 0 && b[c - 1] == b'\r' && b.get(c) == Some(&b'\n') {
+            c -= 1;
+        }
+        c = escape_safe_back(b, c);
+        if c == before {
+            return c;
+        }
     }
-    escape_safe_back(b, c)
 }
 
 /// The start of the tail: the longest suffix of `text` within `max_bytes`
@@ -321,11 +331,22 @@ fn cut_tail(text: &str, at_line_start: bool, max_bytes: usize, max_lines: Option
             return p;
         }
     }
-    let mut c = ceil_char_boundary(text, lo);
-    if c > 0 && c < n && b[c - 1] == b'\r' && b[c] == b'\n' {
-        c += 1;
+    // The first position at or after `lo` that is a character boundary, not
+    // between CR and LF, and not inside an escape sequence (whose capped end
+    // can fall inside a character). Each rule only moves the cut forward,
+    // so repeat until none moves it.
+    let mut c = lo;
+    loop {
+        let before = c;
+        c = ceil_char_boundary(text, c);
+        if c > 0 && c < n && b[c - 1] == b'\r' && b[c] == b'\n' {
+            c += 1;
+        }
+        c = escape_safe_forward(b, c);
+        if c == before {
+            return c;
+        }
     }
-    escape_safe_forward(b, c)
 }
 
 /// Where the tail window's first character boundary is: past at most three

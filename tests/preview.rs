@@ -263,11 +263,15 @@ fn a_failed_build_keeps_its_last_line() {
 fn hazards_at_every_position_around_the_cuts() {
     let (_dir, store) = temp_store();
     let cap = min_budget(&store) + 300;
-    let hazards: [&[u8]; 7] = [
+    // Unterminated, with emoji where the 256-byte cap on escape sequences
+    // ends it: the cap falls inside a character.
+    let emoji_osc = ["\x1b]2;x".as_bytes().to_vec(), "😀".repeat(70).into_bytes()].concat();
+    let hazards: [&[u8]; 8] = [
         b"\r\n",
         // Unterminated: it runs into the text after it, up to the 256-byte
         // cap on escape sequences.
         b"\x1b]2;never terminated ",
+        &emoji_osc,
         b"\x1b[1;31m",
         b"\x1b]0;window title\x07",
         b"\x1b]8;;http://example.org\x1b\\",
