@@ -10,7 +10,9 @@
 //!   decoding when the input is not UTF-8); they never overlap.
 //! * Both cut at line boundaries whenever a whole line fits in their share.
 //!   Otherwise (one line longer than the share) they cut at a character
-//!   boundary that is not inside a CRLF pair or an ANSI/VT escape sequence.
+//!   boundary that is not inside a CRLF pair or an ANSI/VT escape sequence:
+//!   not inside the sequence that any ESC before the cut would start
+//!   ([`escape_len`], at most 256 bytes long).
 //! * The head gets `head_percent` of the room left after the notice; the tail
 //!   gets the rest, including whatever the head leaves unused.
 //! * The notice's size is reserved before the cut: it is rendered once with

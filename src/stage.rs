@@ -226,8 +226,9 @@ impl TailRing {
 struct Spilling {
     measure: Measure,
     tail: TailRing,
-    writer: Option<ObjectWriter>,
-    error: Option<StoreError>,
+    /// The object being written, or why the store failed (the stream is
+    /// still measured to its end).
+    sink: Result<ObjectWriter, StoreError>,
     stored: u64,
     max_stored: u64,
 }
@@ -249,14 +250,11 @@ impl Spilling {
         if part.is_empty() {
             return;
         }
-        if let Some(w) = self.writer.as_mut() {
+        if let Ok(w) = self.sink.as_mut() {
             match w.write_all(part) {
                 Ok(()) => self.stored += part.len() as u64,
-                Err(e) => {
-                    // Dropping the writer removes its temp file.
-                    self.writer = None;
-                    self.error = Some(e);
-                }
+                // Dropping the writer removes its temp file.
+                Err(e) => self.sink = Err(e),
             }
         }
     }
@@ -345,19 +343,13 @@ impl Stage {
         let take = cap - self.head.len();
         self.head.extend_from_slice(&data[..take]);
         let policy = &self.spiller.policy;
-        let (writer, error) = match self
-            .spiller
-            .store
-            .writer(policy.compression(), policy.durability())
-        {
-            Ok(w) => (Some(w), None),
-            Err(e) => (None, Some(e)),
-        };
         let mut sp = Spilling {
             measure: Measure::new(),
             tail: TailRing::new(cap + TAIL_CONTEXT),
-            writer,
-            error,
+            sink: self
+                .spiller
+                .store
+                .writer(policy.compression(), policy.durability()),
             stored: 0,
             max_stored: policy.max_spill_bytes(),
         };
@@ -407,11 +399,7 @@ impl Stage {
                 conclude(policy, &facts, &head, &head, stored)
             }
             Some(sp) => {
-                let stored = match (sp.writer, sp.error) {
-                    (_, Some(e)) => Err(e),
-                    (Some(w), None) => w.finish(),
-                    (None, None) => unreachable_writer(),
-                };
+                let stored = sp.sink.and_then(ObjectWriter::finish);
                 let facts = Facts {
                     total_bytes: sp.measure.bytes(),
                     total_newlines: sp.measure.newlines(),
@@ -424,14 +412,6 @@ impl Stage {
             }
         }
     }
-}
-
-fn unreachable_writer() -> Result<Stored, StoreError> {
-    Err(StoreError::Io {
-        op: "finish",
-        path: PathBuf::new(),
-        source: io::Error::other("spill writer missing"),
-    })
 }
 
 fn inline(content: String, lines: u64) -> Outcome {

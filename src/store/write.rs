@@ -342,7 +342,7 @@ impl ObjectWriter {
                     .map_err(StoreError::io("write", &path))?;
                 f
             }
-            None => unreachable_sink(&path)?,
+            None => return Err(after_failure(&path)),
         };
         if self.durability == Durability::Durable {
             // An fsync error is final: the object is not published, and the
@@ -433,12 +433,13 @@ impl ObjectWriter {
     }
 }
 
-fn unreachable_sink(path: &Path) -> Result<FileSink, StoreError> {
-    Err(StoreError::Io {
+/// Finishing a writer whose compressor was lost to an earlier error.
+fn after_failure(path: &Path) -> StoreError {
+    StoreError::Io {
         op: "finish",
         path: path.to_path_buf(),
-        source: io::Error::other("writer was already finished"),
-    })
+        source: io::Error::other("an earlier write to this object failed"),
+    }
 }
 
 /// Publishes `from` as `to` unless `to` exists: `link(2)`, or on filesystems

@@ -45,20 +45,14 @@ fn fill(t: &str, vars: &[(&str, String)]) -> String {
     out
 }
 
-/// The span of each escape sequence, tokenized from the start of the text.
+/// For every ESC in the text, the span of the sequence it would start.
+/// A cut inside any of them is unsafe (spans may overlap: an ST's ESC starts
+/// its own two-byte span at the end of the string it terminates).
 fn escape_spans(b: &[u8]) -> Vec<(usize, usize)> {
-    let mut spans = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] != 0x1B {
-            i += 1;
-            continue;
-        }
-        let end = escape_end(b, i);
-        spans.push((i, end));
-        i = end.max(i + 1);
-    }
-    spans
+    (0..b.len())
+        .filter(|&i| b[i] == 0x1B)
+        .map(|i| (i, escape_end(b, i)))
+        .collect()
 }
 
 /// The longest escape sequence: one that has not ended within this many
@@ -121,10 +115,12 @@ fn escape_end_within(b: &[u8], i: usize) -> usize {
 fn safe(text: &str, spans: &[(usize, usize)], c: usize) -> bool {
     let b = text.as_bytes();
     text.is_char_boundary(c) && !(c > 0 && c < b.len() && b[c - 1] == b'\r' && b[c] == b'\n') && {
-        // Spans are disjoint and sorted: only the last one starting
-        // before `c` can contain it.
-        let i = spans.partition_point(|&(s, _)| s < c);
-        i == 0 || c >= spans[i - 1].1
+        // Spans are sorted by start and at most MAX_ESCAPE long.
+        let from = spans.partition_point(|&(s, _)| s + MAX_ESCAPE < c);
+        !spans[from..]
+            .iter()
+            .take_while(|&&(s, _)| s < c)
+            .any(|&(_, e)| c < e)
     }
 }
 
