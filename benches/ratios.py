@@ -21,6 +21,7 @@ PAIRS = {
     "stage-zstd-1": ("zstd-1", {67108864: 1.15}),
     "stage-zstd-3": ("zstd-3", {}),
     "stage-dedup-hit": ("blake3", {}),
+    "run_code-render-into-stage": ("apply-rendered", {}),
 }
 
 

@@ -8,6 +8,8 @@
 //! * `spill/<input>`: over budget, stored raw or zstd, durable or not, and a
 //!   dedup hit; baselines `blake3`, `hash+write`, `hash+write+fsync`, `zstd-N`.
 //! * `read`: `show` of a whole object and of a line range in its middle.
+//! * `render`: the run_code renderer streaming into the stage; baseline
+//!   `apply-rendered` (the same text, already rendered).
 //!
 //! `python3 benches/ratios.py` prints each case over its baseline.
 //!
@@ -90,8 +92,8 @@ where
     total
 }
 
-fn config(c: &mut Criterion, len: usize) -> Duration {
-    let _ = c;
+/// How long to measure one case of this size.
+fn measurement(len: usize) -> Duration {
     if len >= 16 * MIB {
         Duration::from_secs(8)
     } else {
@@ -104,7 +106,7 @@ fn inline(c: &mut Criterion) {
     let store = Store::open(dir.path()).unwrap();
     let sp = spiller(&store, 64 * MIB, Compression::None, Durability::Relaxed);
     for len in sizes() {
-        let measure = config(c, len);
+        let measure = measurement(len);
         for (kind, input) in inputs(len) {
             if kind == "random" {
                 continue; // random bytes are not UTF-8: never inline
@@ -175,7 +177,7 @@ fn spill(c: &mut Criterion) {
         if len <= budget {
             continue;
         }
-        let measure = config(c, len);
+        let measure = measurement(len);
         for (kind, input) in inputs(len) {
             let mut g = c.benchmark_group(format!("spill/{kind}"));
             g.throughput(Throughput::Bytes(len as u64));
@@ -273,5 +275,61 @@ fn read(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, inline, spill, read);
+/// The run_code renderer streaming a program's logs and result into the
+/// stage, against applying the same text already rendered.
+fn render(c: &mut Criterion) {
+    use spillway::registry::run_code::{render as render_code, RunCodeOutput};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let sp = spiller(&store, 32 * KIB, Compression::None, Durability::Relaxed);
+    for len in sizes() {
+        if len < MIB {
+            continue;
+        }
+        let log = gen::tool_output(9, len);
+        let logs: Vec<String> = String::from_utf8_lossy(&log)
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        let output = RunCodeOutput {
+            logs,
+            result: Some(serde_json::json!({ "status": "done", "items": [1, 2, 3] })),
+        };
+        let mut rendered = Vec::new();
+        render_code(&output, &mut rendered).unwrap();
+        let mut g = c.benchmark_group("render");
+        g.throughput(Throughput::Bytes(rendered.len() as u64));
+        g.measurement_time(measurement(len)).sample_size(10);
+        let mut text = rendered.clone();
+        g.bench_function(BenchmarkId::new("apply-rendered", len), |b| {
+            b.iter_custom(|iters| {
+                fresh(iters, &mut text, &store, |i| {
+                    black_box(sp.apply(i).unwrap());
+                })
+            })
+        });
+        g.bench_function(BenchmarkId::new("run_code-render-into-stage", len), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for i in 0..iters {
+                    let mut out = RunCodeOutput {
+                        logs: output.logs.clone(),
+                        result: output.result.clone(),
+                    };
+                    out.logs[0] = format!("{i} {}", out.logs[0]);
+                    let t = Instant::now();
+                    let mut stage = sp.stage();
+                    render_code(&out, &mut stage).unwrap();
+                    black_box(stage.finish().unwrap());
+                    total += t.elapsed();
+                    let _ = std::fs::remove_dir_all(store.objects_dir());
+                }
+                total
+            })
+        });
+        g.finish();
+    }
+}
+
+criterion_group!(benches, inline, spill, read, render);
 criterion_main!(benches);

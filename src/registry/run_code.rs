@@ -120,6 +120,14 @@ pub fn write_json(v: &Value, out: &mut dyn Write) -> io::Result<()> {
 ///
 /// Whatever `out` returns.
 pub fn render(output: &RunCodeOutput, out: &mut dyn Write) -> io::Result<()> {
+    // Many small pieces (a log line, a newline, a JSON token): gather them
+    // into 64 KiB writes, so the stage's per-write work is amortized.
+    let mut out = io::BufWriter::with_capacity(64 << 10, out);
+    render_into(output, &mut out)?;
+    out.flush()
+}
+
+fn render_into(output: &RunCodeOutput, out: &mut dyn Write) -> io::Result<()> {
     let mut wrote = false;
     for (i, line) in output.logs.iter().enumerate() {
         if i > 0 {
