@@ -9,23 +9,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 fn spillway(store: &Path, args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_spillway"))
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn spillway");
-    let mut pipe = child.stdin.take().unwrap();
-    let input = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = pipe.write_all(&input);
-    });
-    let out = child.wait_with_output().expect("wait");
-    writer.join().unwrap();
-    out
+    support::run_spillway(store, args, stdin)
 }
 
 fn json(out: &Output) -> Value {

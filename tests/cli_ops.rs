@@ -9,13 +9,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_spillway"));
-    // Isolate from the machine's own configuration.
-    c.env_remove("SPILLWAY_STORE")
-        .env_remove("SPILLWAY_CONFIG")
-        .env("XDG_CONFIG_HOME", "/nonexistent-spillway-test")
-        .stdin(Stdio::null());
-    c
+    support::spillway_cmd()
 }
 
 fn sp(store: &Path, args: &[&str]) -> Output {
@@ -23,24 +17,7 @@ fn sp(store: &Path, args: &[&str]) -> Output {
 }
 
 fn sp_in(store: &Path, args: &[&str], input: &[u8]) -> Output {
-    use std::io::Write;
-    let mut child = bin()
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let data = input.to_vec();
-    let t = std::thread::spawn(move || {
-        let _ = stdin.write_all(&data);
-    });
-    let out = child.wait_with_output().unwrap();
-    t.join().unwrap();
-    out
+    support::run_spillway(store, args, input)
 }
 
 fn json(out: &Output) -> Value {

@@ -16,11 +16,7 @@ use spillway::store::{FaultPlan, FaultPoint};
 use spillway::{Compression, Durability, OnStoreError, Policy, Selection, Spiller, Store};
 
 fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_spillway"));
-    c.env_remove("SPILLWAY_STORE")
-        .env_remove("SPILLWAY_CONFIG")
-        .env("XDG_CONFIG_HOME", "/nonexistent-spillway-test");
-    c
+    support::spillway_cmd()
 }
 
 fn tmp_entries(store: &Store) -> usize {

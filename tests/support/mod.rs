@@ -181,3 +181,38 @@ pub fn check_rules(input: &[u8], policy: &Policy, o: &Outcome) {
         assert_eq!(s.truncated, s.bytes < input.len() as u64);
     }
 }
+
+/// The `spillway` binary, isolated from the machine's own configuration.
+pub fn spillway_cmd() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_spillway"));
+    c.env_remove("SPILLWAY_STORE")
+        .env_remove("SPILLWAY_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent-spillway-test")
+        .stdin(std::process::Stdio::null());
+    c
+}
+
+/// Runs `spillway --store STORE ARGS…` with `input` on stdin (written from
+/// another thread, so a large input cannot deadlock against the output).
+pub fn run_spillway(store: &std::path::Path, args: &[&str], input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = spillway_cmd()
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn spillway");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let data = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        // The binary may exit before reading everything (an error): fine.
+        let _ = stdin.write_all(&data);
+    });
+    let out = child.wait_with_output().expect("wait");
+    writer.join().expect("writer thread");
+    out
+}
