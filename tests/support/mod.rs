@@ -184,7 +184,10 @@ pub fn check_rules(input: &[u8], policy: &Policy, o: &Outcome) {
 
 /// The `spillway` binary, isolated from the machine's own configuration.
 pub fn spillway_cmd() -> std::process::Command {
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_spillway"));
+    // `option_env!`: the fuzz targets include this module too, and only
+    // integration tests have the binary (the fuzz targets never call this).
+    let bin = option_env!("CARGO_BIN_EXE_spillway").unwrap_or("spillway");
+    let mut c = std::process::Command::new(bin);
     c.env_remove("SPILLWAY_STORE")
         .env_remove("SPILLWAY_CONFIG")
         .env("XDG_CONFIG_HOME", "/nonexistent-spillway-test")
