@@ -155,7 +155,7 @@ fn spill(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("store")).unwrap();
     store
-        .put(b"", Compression::None, Durability::Relaxed)
+        .put(b"", Compression::None.write_options(Durability::Relaxed))
         .unwrap();
     let base_dir = store.tmp_dir().to_path_buf();
     let budget = 32 * KIB;
@@ -255,7 +255,9 @@ fn read(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(len as u64));
     g.measurement_time(Duration::from_secs(8)).sample_size(10);
     for compression in [Compression::None, Compression::Zstd { level: 1 }] {
-        let s = store.put(&input, compression, Durability::Relaxed).unwrap();
+        let s = store
+            .put(&input, compression.write_options(Durability::Relaxed))
+            .unwrap();
         let id: ContentId = s.id;
         let lines = bytecount::count(&input, b'\n') as u64;
         let middle = LineRange {
@@ -278,7 +280,7 @@ fn read(c: &mut Criterion) {
 /// The run_code renderer streaming a program's logs and result into the
 /// stage, against applying the same text already rendered.
 fn render(c: &mut Criterion) {
-    use spillway::registry::run_code::{render as render_code, RunCodeOutput};
+    use spillway_registry::run_code::{render as render_code, RunCodeOutput};
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let sp = spiller(&store, 32 * KIB, Compression::None, Durability::Relaxed);

@@ -45,22 +45,29 @@
 #![deny(missing_docs)]
 #![warn(rust_2018_idioms)]
 
+#[cfg(not(unix))]
+compile_error!(
+    "spillway needs a unix system: its store relies on hard links, advisory locks \
+     (flock), O_NOFOLLOW and directory fsync to publish objects atomically, privately \
+     and durably"
+);
+
 mod measure;
 pub mod notice;
 pub mod policy;
 mod preview;
-pub mod registry;
 pub mod stage;
 pub mod store;
+mod sys;
 pub mod units;
 
 pub use notice::{NoticeTemplates, Template, TemplateError};
 pub use policy::{
     Compression, Durability, OnStoreError, Policy, PolicyBuilder, PolicyConfig, PolicyError,
 };
-pub use stage::{FinishError, Outcome, SpillRef, Spiller, Stage};
+pub use stage::{FinishError, Outcome, Spiller, Stage};
 pub use store::{
-    ByteRange, ContentId, GcOptions, GcReport, IdError, IdPrefix, LineRange, ObjectInfo, Selection,
-    Stats, Store, StoreError, Stored, VerifyReport,
+    ByteRange, ContentId, Encoding, GcOptions, GcReport, IdError, IdPrefix, LineRange, Selection,
+    Stats, Store, StoreError, StoreErrorKind, StoredObject, VerifyReport, WriteOptions,
 };
 pub use units::{ByteSize, HumanDuration, ParseUnitError};

@@ -12,6 +12,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::notice::{self, NoticeTemplates, Template, TemplateError};
+pub use crate::store::Durability;
+use crate::store::{Encoding, WriteOptions};
 use crate::units::ByteSize;
 
 /// The largest `max_inline_bytes` a policy accepts: 64 MiB.
@@ -43,10 +45,24 @@ pub enum Compression {
 impl Compression {
     /// `"none"` or `"zstd"`, as used in JSON output and file names.
     pub fn name(self) -> &'static str {
+        self.encoding().name()
+    }
+
+    /// The store encoding of objects written with this setting.
+    pub fn encoding(self) -> Encoding {
         match self {
-            Compression::None => "none",
-            Compression::Zstd { .. } => "zstd",
+            Compression::None => Encoding::Raw,
+            Compression::Zstd { .. } => Encoding::Zstd,
         }
+    }
+
+    /// The store's write settings for this compression and `durability`.
+    pub fn write_options(self, durability: Durability) -> WriteOptions {
+        match self {
+            Compression::None => WriteOptions::raw(),
+            Compression::Zstd { level } => WriteOptions::zstd(level),
+        }
+        .durability(durability)
     }
 }
 
@@ -71,21 +87,6 @@ pub enum OnStoreError {
     /// Fail `finish()` with [`FinishError`](crate::FinishError), which still
     /// hands back that bounded preview.
     Fail,
-}
-
-/// When a stored object is durable.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-#[non_exhaustive]
-pub enum Durability {
-    /// The object is fsynced, published and its directory fsynced before
-    /// `finish()` returns, so a session log written afterwards never points
-    /// at a lost object. The default.
-    #[default]
-    Durable,
-    /// No fsync: faster, but a power loss may lose recent objects. A crash of
-    /// the process alone loses nothing that was published.
-    Relaxed,
 }
 
 /// Why a policy could not be built.
@@ -254,6 +255,11 @@ impl Policy {
     /// When stored objects are durable.
     pub fn durability(&self) -> Durability {
         self.0.durability
+    }
+
+    /// The store's settings for the objects this policy writes.
+    pub fn write_options(&self) -> WriteOptions {
+        self.compression().write_options(self.durability())
     }
 
     /// The notice templates.

@@ -2,7 +2,6 @@
 
 use std::fmt;
 use std::io;
-use std::path::PathBuf;
 
 use serde::Serialize;
 
@@ -10,7 +9,7 @@ use crate::measure::{count_lines, Measure};
 use crate::notice::{one_line, MAX_ERROR_BYTES};
 use crate::policy::{OnStoreError, Policy, PolicyError};
 use crate::preview::{self, TAIL_CONTEXT};
-use crate::store::{ContentId, ObjectWriter, Store, StoreError, Stored};
+use crate::store::{ObjectWriter, Store, StoreError, StoreErrorKind, StoredObject};
 
 /// A policy bound to a store, checked once; makes [`Stage`]s.
 ///
@@ -80,26 +79,6 @@ impl Spiller {
     }
 }
 
-/// A reference to the stored full output.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct SpillRef {
-    /// The object's id.
-    pub id: ContentId,
-    /// The object's file.
-    pub path: PathBuf,
-    /// Bytes the object holds (uncompressed).
-    pub bytes: u64,
-    /// Bytes the object takes on disk.
-    pub stored_bytes: u64,
-    /// `"none"` or `"zstd"`.
-    pub compression: &'static str,
-    /// Whether the object holds less than the whole input (`max_spill_bytes`).
-    pub truncated: bool,
-    /// Whether the object was already in the store, so nothing new was written.
-    pub dedup: bool,
-}
-
 /// What a stage produced: the model-facing text and the facts behind it.
 ///
 /// Serialized with serde, its fields are the stable JSON output of
@@ -131,9 +110,11 @@ pub struct Outcome {
     /// Whether the input contains NUL bytes (the content is a description).
     pub binary: bool,
     /// The stored full output, when it was stored.
-    pub spill: Option<SpillRef>,
+    pub spill: Option<StoredObject>,
     /// Why the full output could not be stored, when it could not.
     pub store_error: Option<String>,
+    /// What kind of failure that was, for a harness to branch on.
+    pub store_error_kind: Option<StoreErrorKind>,
 }
 
 /// `finish()` failed because the store failed and the policy says
@@ -346,10 +327,7 @@ impl Stage {
         let mut sp = Spilling {
             measure: Measure::new(),
             tail: TailRing::new(cap + TAIL_CONTEXT),
-            sink: self
-                .spiller
-                .store
-                .writer(policy.compression(), policy.durability()),
+            sink: self.spiller.store.writer(policy.write_options()),
             stored: 0,
             max_stored: policy.max_spill_bytes(),
         };
@@ -386,9 +364,7 @@ impl Stage {
                     head
                 };
                 let valid = std::str::from_utf8(&head).is_ok();
-                let stored = spiller
-                    .store
-                    .put(&head, policy.compression(), policy.durability());
+                let stored = spiller.store.put(&head, policy.write_options());
                 let facts = Facts {
                     total_bytes: head.len() as u64,
                     total_newlines: bytecount::count(&head, b'\n') as u64,
@@ -428,6 +404,7 @@ fn inline(content: String, lines: u64) -> Outcome {
         binary: false,
         spill: None,
         store_error: None,
+        store_error_kind: None,
         content,
     }
 }
@@ -445,7 +422,7 @@ fn conclude(
     f: &Facts,
     head: &[u8],
     tail: &[u8],
-    stored: Result<Stored, StoreError>,
+    stored: Result<StoredObject, StoreError>,
 ) -> Result<Outcome, FinishError> {
     let id_text;
     let path_text;
@@ -489,14 +466,9 @@ fn conclude(
     let p = preview::build(&input, &limits, &place);
     let (spill, error) = match stored {
         Ok(s) => (
-            Some(SpillRef {
+            Some(StoredObject {
                 truncated: s.bytes < f.total_bytes,
-                id: s.id,
-                path: s.path,
-                bytes: s.bytes,
-                stored_bytes: s.stored_bytes,
-                compression: s.compression.name(),
-                dedup: s.dedup,
+                ..s
             }),
             None,
         ),
@@ -516,6 +488,7 @@ fn conclude(
         binary: f.binary,
         spill,
         store_error: error.as_ref().map(ToString::to_string),
+        store_error_kind: error.as_ref().map(StoreError::kind),
     };
     match error {
         Some(error) if policy.on_store_error() == OnStoreError::Fail => Err(FinishError {

@@ -35,11 +35,15 @@ fn objects_round_trip_raw_and_zstd_and_ids_are_blake3() {
     let (_d, store) = temp_store();
     let data = tool_output(1, 3 << 20);
     for c in [RAW, ZSTD, Compression::Zstd { level: 3 }] {
-        let s = store.put(&data, c, Durability::Durable).unwrap();
+        let s = store
+            .put(&data, c.write_options(Durability::Durable))
+            .unwrap();
         assert_eq!(s.id.to_hex(), blake3::hash(&data).to_hex().as_str());
         assert_eq!(store.read(&s.id, &Selection::All).unwrap(), data);
     }
-    let s = store.put(b"", ZSTD, Durability::Durable).unwrap();
+    let s = store
+        .put(b"", ZSTD.write_options(Durability::Durable))
+        .unwrap();
     assert_eq!(store.read(&s.id, &Selection::All).unwrap(), b"");
 }
 
@@ -47,14 +51,16 @@ fn objects_round_trip_raw_and_zstd_and_ids_are_blake3() {
 fn a_second_write_of_the_same_content_stores_nothing_new() {
     let (_d, store) = temp_store();
     let data = tool_output(2, 200_000);
-    let first = store.put(&data, ZSTD, Durability::Durable).unwrap();
+    let first = store
+        .put(&data, ZSTD.write_options(Durability::Durable))
+        .unwrap();
     assert!(!first.dedup);
     let before = files_under(store.root());
     let old = fs::metadata(&first.path).unwrap().modified().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
     // Also through the streaming writer, and with the other compression.
     for c in [ZSTD, RAW] {
-        let mut w = store.writer(c, Durability::Durable).unwrap();
+        let mut w = store.writer(c.write_options(Durability::Durable)).unwrap();
         for chunk in data.chunks(4097) {
             w.write_all(chunk).unwrap();
         }
@@ -70,7 +76,9 @@ fn a_second_write_of_the_same_content_stores_nothing_new() {
 #[test]
 fn objects_and_directories_are_private() {
     let (_d, store) = temp_store();
-    let s = store.put(b"secret\n", RAW, Durability::Durable).unwrap();
+    let s = store
+        .put(b"secret\n", RAW.write_options(Durability::Durable))
+        .unwrap();
     let mode = |p: &std::path::Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&s.path), 0o600);
     assert_eq!(mode(store.root()), 0o700);
@@ -83,7 +91,9 @@ fn corrupt_and_truncated_objects_are_errors_never_wrong_bytes() {
     let (_d, store) = temp_store();
     let data = tool_output(3, 100_000);
     for c in [RAW, ZSTD] {
-        let s = store.put(&data, c, Durability::Relaxed).unwrap();
+        let s = store
+            .put(&data, c.write_options(Durability::Relaxed))
+            .unwrap();
         let good = fs::read(&s.path).unwrap();
         let mut damaged: Vec<Vec<u8>> = Vec::new();
         for at in [0, good.len() / 2, good.len() - 1] {
@@ -107,7 +117,9 @@ fn corrupt_and_truncated_objects_are_errors_never_wrong_bytes() {
                 }
             }
             // Writing the content again repairs the object.
-            let again = store.put(&data, c, Durability::Relaxed).unwrap();
+            let again = store
+                .put(&data, c.write_options(Durability::Relaxed))
+                .unwrap();
             assert!(!again.dedup);
             assert_eq!(store.read(&s.id, &Selection::All).unwrap(), data);
         }
@@ -123,7 +135,9 @@ fn symlinks_are_never_followed() {
     let link = dir.path().join("link");
     std::os::unix::fs::symlink(&target, &link).unwrap();
     let store = Store::open(&link).unwrap();
-    let err = store.put(b"x", RAW, Durability::Relaxed).unwrap_err();
+    let err = store
+        .put(b"x", RAW.write_options(Durability::Relaxed))
+        .unwrap_err();
     assert!(matches!(err, StoreError::Symlink { .. }), "{err}");
     assert!(
         fs::read_dir(&target).unwrap().next().is_none(),
@@ -132,7 +146,9 @@ fn symlinks_are_never_followed() {
 
     // An object path that is a symlink is refused on read and replaced on write.
     let (_d, store) = temp_store();
-    let s = store.put(b"real\n", RAW, Durability::Relaxed).unwrap();
+    let s = store
+        .put(b"real\n", RAW.write_options(Durability::Relaxed))
+        .unwrap();
     let decoy = dir.path().join("decoy");
     fs::write(&decoy, b"real\n").unwrap();
     fs::remove_file(&s.path).unwrap();
@@ -141,7 +157,9 @@ fn symlinks_are_never_followed() {
         store.read(&s.id, &Selection::All),
         Err(StoreError::Symlink { .. })
     ));
-    let again = store.put(b"real\n", RAW, Durability::Relaxed).unwrap();
+    let again = store
+        .put(b"real\n", RAW.write_options(Durability::Relaxed))
+        .unwrap();
     assert!(!fs::symlink_metadata(&again.path)
         .unwrap()
         .file_type()
@@ -158,7 +176,9 @@ fn symlinks_are_never_followed() {
 fn ranges_select_exactly_and_bad_ranges_are_clear_errors() {
     let (_d, store) = temp_store();
     let text = b"one\ntwo\r\nthree\nfour";
-    let s = store.put(text, ZSTD, Durability::Relaxed).unwrap();
+    let s = store
+        .put(text, ZSTD.write_options(Durability::Relaxed))
+        .unwrap();
     let read = |sel: &str, lines: bool| {
         let sel = if lines {
             Selection::Lines(sel.parse::<LineRange>().unwrap())
@@ -196,7 +216,9 @@ fn ranges_select_exactly_and_bad_ranges_are_clear_errors() {
 #[test]
 fn prefixes_resolve_uniquely() {
     let (_d, store) = temp_store();
-    let s = store.put(b"abc", RAW, Durability::Relaxed).unwrap();
+    let s = store
+        .put(b"abc", RAW.write_options(Durability::Relaxed))
+        .unwrap();
     let hex = s.id.to_hex();
     let p: IdPrefix = hex[..8].parse().unwrap();
     assert_eq!(store.resolve(&p).unwrap(), s.id);
@@ -285,10 +307,14 @@ fn past_max_spill_bytes_the_stream_is_counted_and_the_tail_is_the_true_end() {
 #[test]
 fn no_temp_file_survives_a_finished_or_abandoned_writer() {
     let (_d, store) = temp_store();
-    let mut w = store.writer(ZSTD, Durability::Relaxed).unwrap();
+    let mut w = store
+        .writer(ZSTD.write_options(Durability::Relaxed))
+        .unwrap();
     w.write_all(&tool_output(6, 3 << 20)).unwrap();
     drop(w);
-    let w = store.writer(RAW, Durability::Relaxed).unwrap();
+    let w = store
+        .writer(RAW.write_options(Durability::Relaxed))
+        .unwrap();
     w.finish().unwrap();
     assert_eq!(fs::read_dir(store.tmp_dir()).unwrap().count(), 0);
 }

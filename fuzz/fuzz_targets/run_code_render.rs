@@ -6,7 +6,7 @@
 use arbitrary::{Arbitrary, Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};
-use spillway::registry::run_code::{render, RunCodeOutput};
+use spillway_registry::run_code::{render, RunCodeOutput};
 use spillway::Spiller;
 
 mod common;

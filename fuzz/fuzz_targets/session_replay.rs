@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spillway::registry::events::{replay, Event};
+use spillway_registry::events::{replay, Event};
 
 fuzz_target!(|data: &[u8]| {
     let _ = replay(data);

@@ -25,7 +25,7 @@ fuzz_target!(|c: Case| {
     } else {
         spillway::Compression::None
     };
-    let stored = store.put(&c.content, compression, Durability::Relaxed).expect("put");
+    let stored = store.put(&c.content, compression.write_options(Durability::Relaxed)).expect("put");
     let good = std::fs::read(&stored.path).expect("object file");
     let at = if good.is_empty() { 0 } else { c.at as usize % good.len() };
     let damaged: Vec<u8> = match c.mode % 6 {

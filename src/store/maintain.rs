@@ -9,10 +9,9 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use super::{
-    is_locked, lock_exclusive, open_regular, same_file, ContentId, ObjectInfo, Store, StoreError,
-};
-use crate::policy::Compression;
+use super::seam::Op;
+use super::{open_regular, same_file, ContentId, Encoding, Store, StoreError, StoredObject};
+use crate::sys::{is_locked, try_lock};
 
 /// How old an unlocked temp file must be before cleanup removes it. A temp
 /// file is only unlocked once its writer has finished or died.
@@ -65,8 +64,10 @@ pub struct GcOptions {
 #[derive(Clone, Debug, Default, Serialize)]
 #[non_exhaustive]
 pub struct GcReport {
-    /// The objects removed (or, in a dry run, that would be).
-    pub removed: Vec<ObjectInfo>,
+    /// The objects removed (or, in a dry run, that would be). In JSON each
+    /// is `{ "id", "path", "bytes", "stored_bytes", "compression" }`.
+    #[serde(serialize_with = "listed")]
+    pub removed: Vec<StoredObject>,
     /// Bytes on disk they took.
     pub freed_bytes: u64,
     /// Objects spared because a session still references them.
@@ -110,6 +111,31 @@ impl Stats {
     }
 }
 
+/// Objects as a listing shows them: what the store knows of each, without
+/// the per-write facts (`dedup`, `truncated`).
+fn listed<S: serde::Serializer>(objects: &[StoredObject], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    #[derive(Serialize)]
+    struct Listed<'a> {
+        id: &'a ContentId,
+        path: &'a std::path::Path,
+        bytes: u64,
+        stored_bytes: u64,
+        compression: Encoding,
+    }
+    let mut seq = s.serialize_seq(Some(objects.len()))?;
+    for o in objects {
+        seq.serialize_element(&Listed {
+            id: &o.id,
+            path: &o.path,
+            bytes: o.bytes,
+            stored_bytes: o.stored_bytes,
+            compression: o.encoding,
+        })?;
+    }
+    seq.end()
+}
+
 fn count_files(dir: &std::path::Path) -> usize {
     fs::read_dir(dir).map_or(0, |d| d.flatten().count())
 }
@@ -147,6 +173,7 @@ impl Store {
                 fs::remove_file(&path)
             };
             if gone.is_ok() {
+                self.seam().record(Op::Remove(&path));
                 removed += 1;
             }
         }
@@ -169,7 +196,7 @@ impl Store {
         let objects = self.list()?;
         let mut report = VerifyReport::default();
         for (i, obj) in objects.iter().enumerate() {
-            match self.verify_path(&obj.id, &obj.path, obj.compression) {
+            match self.verify_path(&obj.id, &obj.path, obj.encoding) {
                 Ok(info) => {
                     report.ok += 1;
                     report.ok_bytes += info.bytes;
@@ -191,7 +218,7 @@ impl Store {
 
     /// Moves a file into the quarantine folder under a unique name.
     fn quarantine(&self, path: &std::path::Path) -> Result<PathBuf, StoreError> {
-        Store::ensure_dir(self.quarantine_dir())?;
+        self.ensure_dir(self.quarantine_dir())?;
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -208,6 +235,7 @@ impl Store {
                 .map_or(0, |d| d.as_nanos())
         ));
         fs::rename(path, &dest).map_err(StoreError::io("quarantine", path))?;
+        self.seam().record(Op::Rename(path, &dest));
         Ok(dest)
     }
 
@@ -271,17 +299,17 @@ impl Store {
     /// for a dead writer's file, and a second gc skips it.
     fn remove_unless_reused(
         &self,
-        obj: &ObjectInfo,
+        obj: &StoredObject,
         started: SystemTime,
         report: &mut GcReport,
     ) -> Result<bool, StoreError> {
-        Store::ensure_dir(self.tmp_dir())?;
+        self.ensure_dir(self.tmp_dir())?;
         let file = match open_regular(&obj.path) {
             Ok(f) => f,
             // Gone already (another gc), or not a file: nothing to do here.
             Err(_) => return Ok(false),
         };
-        if !lock_exclusive(&file) || !same_file(&file, &obj.path) {
+        if !try_lock(&file) || !same_file(&file, &obj.path) {
             return Ok(false);
         }
         let aside = self.tmp_dir().join(format!(
@@ -290,7 +318,7 @@ impl Store {
             obj.id.to_hex()
         ));
         match fs::rename(&obj.path, &aside) {
-            Ok(()) => {}
+            Ok(()) => self.seam().record(Op::Rename(&obj.path, &aside)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(StoreError::io("move aside", &obj.path)(e)),
         }
@@ -301,16 +329,21 @@ impl Store {
         if reused {
             // Put it back, unless an equal object was published meanwhile.
             match fs::hard_link(&aside, &obj.path) {
-                Ok(()) => {}
+                Ok(()) => self.seam().record(Op::Link(&aside, &obj.path)),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(StoreError::io("restore", &obj.path)(e)),
             }
-            let _ = fs::remove_file(&aside);
+            if fs::remove_file(&aside).is_ok() {
+                self.seam().record(Op::Remove(&aside));
+            }
             report.restored += 1;
             return Ok(false);
         }
         match fs::remove_file(&aside) {
-            Ok(()) => Ok(true),
+            Ok(()) => {
+                self.seam().record(Op::Remove(&aside));
+                Ok(true)
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(true),
             Err(e) => Err(StoreError::io("remove", &aside)(e)),
         }
@@ -327,7 +360,7 @@ impl Store {
             objects: objects.len(),
             zstd_objects: objects
                 .iter()
-                .filter(|o| o.compression != Compression::None)
+                .filter(|o| o.encoding == Encoding::Zstd)
                 .count(),
             stored_bytes: objects.iter().map(|o| o.stored_bytes).sum(),
             bytes: objects.iter().map(|o| o.bytes).sum(),
@@ -357,7 +390,9 @@ pub fn referenced_ids(text: &str) -> HashSet<ContentId> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::Durability;
+    use crate::store::{Durability, WriteOptions};
+
+    const RELAXED: WriteOptions = WriteOptions::raw().durability(Durability::Relaxed);
 
     fn store() -> (tempfile::TempDir, Store) {
         let d = tempfile::tempdir().unwrap();
@@ -376,9 +411,7 @@ mod tests {
     #[test]
     fn gc_restores_an_object_reused_after_it_started() {
         let (_d, s) = store();
-        let stored = s
-            .put(b"reused", Compression::None, Durability::Relaxed)
-            .unwrap();
+        let stored = s.put(b"reused", RELAXED).unwrap();
         age(&stored.path, 7200);
         let listed = s.list().unwrap().remove(0);
         let started = SystemTime::now();
@@ -401,9 +434,7 @@ mod tests {
     #[test]
     fn gc_removes_a_stale_object_nobody_reused() {
         let (_d, s) = store();
-        let stored = s
-            .put(b"stale", Compression::None, Durability::Relaxed)
-            .unwrap();
+        let stored = s.put(b"stale", RELAXED).unwrap();
         age(&stored.path, 7200);
         let listed = s.list().unwrap().remove(0);
         let mut report = GcReport::default();
@@ -418,9 +449,7 @@ mod tests {
     #[test]
     fn a_dedup_hit_needs_the_name_to_still_hold_the_file() {
         let (_d, s) = store();
-        let stored = s
-            .put(b"moved", Compression::None, Durability::Relaxed)
-            .unwrap();
+        let stored = s.put(b"moved", RELAXED).unwrap();
         let f = super::super::open_regular(&stored.path).unwrap();
         let aside = s.tmp_dir().join("aside");
         fs::rename(&stored.path, &aside).unwrap();
@@ -431,7 +460,7 @@ mod tests {
     #[test]
     fn locked_temp_files_of_live_writers_survive_cleanup() {
         let (_d, s) = store();
-        let mut w = s.writer(Compression::None, Durability::Relaxed).unwrap();
+        let mut w = s.writer(RELAXED).unwrap();
         w.write_all(b"in progress").unwrap();
         let temp = fs::read_dir(s.tmp_dir())
             .unwrap()

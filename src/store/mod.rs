@@ -38,7 +38,10 @@
 //! A writer creates its temp file with `O_CREAT | O_EXCL | O_NOFOLLOW`, mode
 //! 0600, streams into it while hashing, then (durable mode) fsyncs it,
 //! publishes it with `link(2)` — which never replaces an existing name — and
-//! fsyncs the shard directory. An existing object is a dedup hit: it is
+//! fsyncs the shard directory. Every directory the store creates (the root,
+//! `v1`, `objects`, a new shard, `tmp`, `quarantine`) is followed by an
+//! fsync of its parent, so a shard that holds a durable object is itself
+//! durable. An existing object is a dedup hit: it is
 //! verified, its mtime refreshed (for least-recently-used gc) and the temp file
 //! removed; a corrupt one is replaced with `rename(2)`. The temp file is
 //! removed on every error path. Nothing partial is ever visible under an
@@ -51,20 +54,28 @@
 //! through a symbolic link: directories are checked with `lstat`, files are
 //! opened with `O_NOFOLLOW`.
 
-mod faults;
+#[cfg(feature = "test-seams")]
+mod crash;
 mod id;
 mod maintain;
+mod object;
 mod read;
+mod seam;
 mod write;
 
-pub use faults::{FaultPlan, FaultPoint};
+#[cfg(feature = "test-seams")]
+pub use crash::{CrashKind, CrashModel};
 pub use id::{ContentId, IdError, IdPrefix, MIN_PREFIX_DIGITS};
 pub use maintain::{
     referenced_ids, CorruptObject, GcOptions, GcReport, Stats, VerifyReport, DEFAULT_TEMP_GRACE,
 };
-pub use read::{ByteRange, LineRange, ObjectInfo, Selection};
+pub use object::{Durability, Encoding, StoredObject, WriteOptions};
+pub use read::{ByteRange, LineRange, RangeError, Selection};
+#[cfg(feature = "test-seams")]
+pub use seam::FaultPlan;
+pub use seam::FaultPoint;
+pub use write::ObjectWriter;
 pub(crate) use write::PIECE;
-pub use write::{ObjectWriter, Stored};
 
 use std::fmt;
 use std::fs;
@@ -74,7 +85,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::policy::Compression;
+use serde::Serialize;
+
+use crate::sys;
+use seam::{Op, Seam};
 
 /// The layout version directory.
 pub const LAYOUT_VERSION: &str = "v1";
@@ -162,6 +176,58 @@ impl fmt::Display for StoreError {
     }
 }
 
+/// What kind of failure a [`StoreError`] is, for a harness to branch on
+/// (`store_error_kind` in `spillway apply --json`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StoreErrorKind {
+    /// The disk or a quota is full (`ENOSPC`, `EDQUOT`).
+    NoSpace,
+    /// Permission denied (`EACCES`, `EPERM`).
+    PermissionDenied,
+    /// The store is on a read-only filesystem (`EROFS`).
+    ReadOnly,
+    /// A path in the store is a symbolic link, or not the kind of file it
+    /// should be.
+    NotRegularFile,
+    /// No object has this id or prefix.
+    NotFound,
+    /// A prefix matches more than one object.
+    Ambiguous,
+    /// An object does not hash to its id, or its file is malformed.
+    Corrupt,
+    /// A range lies outside the object.
+    OutOfRange,
+    /// Any other I/O error.
+    OtherIo,
+}
+
+impl StoreErrorKind {
+    /// The kind's stable name, as in JSON: `no_space`, `permission_denied`,
+    /// `read_only`, `not_regular_file`, `not_found`, `ambiguous`, `corrupt`,
+    /// `out_of_range`, `other_io`.
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreErrorKind::NoSpace => "no_space",
+            StoreErrorKind::PermissionDenied => "permission_denied",
+            StoreErrorKind::ReadOnly => "read_only",
+            StoreErrorKind::NotRegularFile => "not_regular_file",
+            StoreErrorKind::NotFound => "not_found",
+            StoreErrorKind::Ambiguous => "ambiguous",
+            StoreErrorKind::Corrupt => "corrupt",
+            StoreErrorKind::OutOfRange => "out_of_range",
+            StoreErrorKind::OtherIo => "other_io",
+        }
+    }
+}
+
+impl fmt::Display for StoreErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl std::error::Error for StoreError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
@@ -183,6 +249,34 @@ impl StoreError {
         }
     }
 
+    /// What kind of failure this is.
+    pub fn kind(&self) -> StoreErrorKind {
+        use rustix::io::Errno;
+        match self {
+            StoreError::Io { source, .. } => {
+                let is = |n: Errno| source.raw_os_error() == Some(n.raw_os_error());
+                if is(Errno::NOSPC) || is(Errno::DQUOT) {
+                    StoreErrorKind::NoSpace
+                } else if is(Errno::ROFS) {
+                    StoreErrorKind::ReadOnly
+                } else if is(Errno::ACCESS) || is(Errno::PERM) {
+                    StoreErrorKind::PermissionDenied
+                } else if is(Errno::LOOP) || is(Errno::ISDIR) || is(Errno::NOTDIR) {
+                    StoreErrorKind::NotRegularFile
+                } else {
+                    StoreErrorKind::OtherIo
+                }
+            }
+            StoreError::NotFound { .. } => StoreErrorKind::NotFound,
+            StoreError::Ambiguous { .. } => StoreErrorKind::Ambiguous,
+            StoreError::Corrupt { .. } => StoreErrorKind::Corrupt,
+            StoreError::Symlink { .. } | StoreError::WrongKind { .. } => {
+                StoreErrorKind::NotRegularFile
+            }
+            StoreError::OutOfRange { .. } => StoreErrorKind::OutOfRange,
+        }
+    }
+
     /// The underlying I/O error kind, if this is an I/O error.
     pub fn io_kind(&self) -> Option<io::ErrorKind> {
         match self {
@@ -200,7 +294,7 @@ struct Inner {
     tmp: PathBuf,
     quarantine: PathBuf,
     counter: AtomicU64,
-    faults: Option<FaultPlan>,
+    seam: Seam,
 }
 
 /// A handle on a store directory. Cheap to clone; safe to share between
@@ -209,10 +303,11 @@ struct Inner {
 /// # Examples
 ///
 /// ```
-/// use spillway::{Compression, Durability, Selection, Store};
+/// use spillway::{Durability, Selection, Store, WriteOptions};
 /// let dir = tempfile::tempdir().unwrap();
 /// let store = Store::open(dir.path().join("spill")).unwrap();
-/// let stored = store.put(b"one\ntwo\n", Compression::None, Durability::Relaxed).unwrap();
+/// let opts = WriteOptions::raw().durability(Durability::Relaxed);
+/// let stored = store.put(b"one\ntwo\n", opts).unwrap();
 /// assert_eq!(store.read(&stored.id, &Selection::All).unwrap(), b"one\ntwo\n");
 /// ```
 #[derive(Clone, Debug)]
@@ -250,12 +345,12 @@ impl Store {
             base,
             root,
             counter: AtomicU64::new(0),
-            faults: None,
+            seam: Seam::default(),
         })))
     }
 
-    /// This store with a fault-injection plan (for tests: see [`FaultPlan`]).
-    pub fn with_faults(&self, plan: FaultPlan) -> Store {
+    #[cfg(feature = "test-seams")]
+    fn with_seam(&self, seam: Seam) -> Store {
         let i = &self.0;
         Store(Arc::new(Inner {
             root: i.root.clone(),
@@ -264,12 +359,30 @@ impl Store {
             tmp: i.tmp.clone(),
             quarantine: i.quarantine.clone(),
             counter: AtomicU64::new(0),
-            faults: Some(plan),
+            seam,
         }))
     }
 
-    pub(crate) fn faults(&self) -> Option<&FaultPlan> {
-        self.0.faults.as_ref()
+    /// This store with a fault-injection plan (tests only: the
+    /// `test-seams` feature).
+    #[cfg(feature = "test-seams")]
+    pub fn with_faults(&self, plan: FaultPlan) -> Store {
+        let mut seam = self.0.seam.clone();
+        seam.faults = Some(plan);
+        self.with_seam(seam)
+    }
+
+    /// This store, recording every change into a crash model (tests only:
+    /// the `test-seams` feature).
+    #[cfg(feature = "test-seams")]
+    pub fn with_crash_model(&self, model: &CrashModel) -> Store {
+        let mut seam = self.0.seam.clone();
+        seam.crash = Some(model.clone());
+        self.with_seam(seam)
+    }
+
+    pub(crate) fn seam(&self) -> &Seam {
+        &self.0.seam
     }
 
     /// The root directory.
@@ -292,31 +405,35 @@ impl Store {
         &self.0.objects
     }
 
-    /// Where an object of this id and compression lives.
-    pub fn object_path(&self, id: &ContentId, compression: Compression) -> PathBuf {
+    /// Where an object of this id and encoding lives.
+    pub fn object_path(&self, id: &ContentId, encoding: Encoding) -> PathBuf {
         let hex = id.to_hex();
         let mut name = hex[2..].to_string();
-        if compression != Compression::None {
-            name.push_str(ZSTD_SUFFIX);
-        }
+        name.push_str(encoding.suffix());
         self.0.objects.join(&hex[..2]).join(name)
     }
 
     /// The length of the longest object path, as a notice prints it.
     pub fn max_path_len(&self) -> usize {
         let id = ContentId::of(b"");
-        self.object_path(&id, Compression::Zstd { level: 1 })
+        self.object_path(&id, Encoding::Zstd)
             .to_string_lossy()
             .len()
     }
 
-    /// Creates `dir` (0700) if needed and checks it is a real directory.
-    fn ensure_dir(dir: &Path) -> Result<(), StoreError> {
+    /// Creates `dir` (0700) if needed and checks it is a real directory. A
+    /// directory it creates is made durable in its parent at once: a name
+    /// published inside it later is only durable if the directory is.
+    fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
         match fs::DirBuilder::new().mode(0o700).create(dir) {
             Ok(()) => {
+                self.seam().record(Op::Mkdir(dir));
                 // Exactly 0700, whatever the umask took away.
                 fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
                     .map_err(StoreError::io("set permissions of", dir))?;
+                if let Some(parent) = dir.parent() {
+                    self.sync_dir(parent)?;
+                }
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(StoreError::io("create directory", dir)(e)),
@@ -355,23 +472,34 @@ impl Store {
                     fs::create_dir_all(parent)
                         .map_err(StoreError::io("create directory", parent))?;
                 }
-                Self::ensure_dir(root)?;
+                self.ensure_dir(root)?;
             }
             Err(e) => return Err(StoreError::io("inspect", root)(e)),
         }
-        Self::ensure_dir(&self.0.base)?;
-        Self::ensure_dir(&self.0.objects)
+        self.ensure_dir(&self.0.base)?;
+        self.ensure_dir(&self.0.objects)
+    }
+
+    /// fsyncs a directory, making the names in it durable.
+    pub(crate) fn sync_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        self.seam()
+            .check(FaultPoint::DirFsync)
+            .and_then(|()| fs::File::open(dir))
+            .and_then(|d| d.sync_all())
+            .map_err(StoreError::io("fsync directory", dir))?;
+        self.seam().record(Op::FsyncDir(dir));
+        Ok(())
     }
 
     /// Creates a new private temp file in `tmp/`.
     fn create_temp(&self) -> Result<(PathBuf, fs::File), StoreError> {
         self.ensure_base()?;
-        Self::ensure_dir(&self.0.tmp)?;
+        self.ensure_dir(&self.0.tmp)?;
         loop {
             let n = self.0.counter.fetch_add(1, Ordering::Relaxed);
             let name = format!("{}-{}-{n}.tmp", std::process::id(), now_nanos());
             let path = self.0.tmp.join(name);
-            if let Err(e) = faults::check(self.faults(), FaultPoint::Create) {
+            if let Err(e) = self.seam().check(FaultPoint::Create) {
                 return Err(StoreError::io("create temp file", &path)(e));
             }
             match fs::OpenOptions::new()
@@ -379,16 +507,17 @@ impl Store {
                 .read(true)
                 .create_new(true)
                 .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .custom_flags(sys::no_follow_flags())
                 .open(&path)
             {
                 Ok(file) => {
+                    self.seam().record(Op::Create(&path));
                     file.set_permissions(fs::Permissions::from_mode(0o600))
                         .map_err(StoreError::io("set permissions of", &path))?;
                     // Held while the writer lives (the kernel drops it if the
                     // process dies), so cleanup can tell a live writer from
                     // a crashed one.
-                    let _ = lock_exclusive(&file);
+                    let _ = sys::try_lock(&file);
                     return Ok((path, file));
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -397,19 +526,14 @@ impl Store {
         }
     }
 
-    /// Starts writing an object. Bytes past `max_bytes` are counted but not
-    /// stored.
+    /// Starts writing an object.
     ///
     /// # Errors
     ///
     /// [`StoreError`] when the store directory or the temp file cannot be
     /// created.
-    pub fn writer(
-        &self,
-        compression: Compression,
-        durability: crate::policy::Durability,
-    ) -> Result<ObjectWriter, StoreError> {
-        ObjectWriter::new(self.clone(), compression, durability)
+    pub fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
+        ObjectWriter::new(self.clone(), opts)
     }
 
     /// Stores `bytes` in one call. When an object with this content already
@@ -418,17 +542,12 @@ impl Store {
     /// # Errors
     ///
     /// [`StoreError`] when the object cannot be written or published.
-    pub fn put(
-        &self,
-        bytes: &[u8],
-        compression: Compression,
-        durability: crate::policy::Durability,
-    ) -> Result<Stored, StoreError> {
+    pub fn put(&self, bytes: &[u8], opts: WriteOptions) -> Result<StoredObject, StoreError> {
         let id = ContentId::of(bytes);
         if let Some(hit) = self.dedup_hit(&id)? {
             return Ok(hit);
         }
-        let mut w = self.writer(compression, durability)?;
+        let mut w = self.writer(opts)?;
         w.write_all(bytes)?;
         w.finish()
     }
@@ -439,9 +558,9 @@ impl Store {
     /// through one open file, and only counts as a hit if its name still
     /// points at that file afterwards. gc, for its part, restores an object
     /// whose mtime moved after gc started (see [`Store::gc`]).
-    pub(crate) fn dedup_hit(&self, id: &ContentId) -> Result<Option<Stored>, StoreError> {
-        for compression in [Compression::None, Compression::Zstd { level: 1 }] {
-            let path = self.object_path(id, compression);
+    pub(crate) fn dedup_hit(&self, id: &ContentId) -> Result<Option<StoredObject>, StoreError> {
+        for encoding in Encoding::ALL {
+            let path = self.object_path(id, encoding);
             let file = match open_regular(&path) {
                 Ok(f) => f,
                 Err(StoreError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
@@ -456,7 +575,7 @@ impl Store {
                 file.try_clone().map_err(StoreError::io("open", &path))?,
                 id,
                 &path,
-                compression,
+                encoding,
                 &mut |_| {},
             ) else {
                 continue;
@@ -465,13 +584,10 @@ impl Store {
             if !same_file(&file, &path) {
                 continue;
             }
-            return Ok(Some(Stored {
-                id: *id,
-                path,
-                bytes: info.bytes,
-                stored_bytes: info.stored_bytes,
-                compression,
+            return Ok(Some(StoredObject {
                 dedup: true,
+                modified: None,
+                ..info
             }));
         }
         Ok(None)
@@ -487,38 +603,15 @@ pub(crate) fn same_file(file: &fs::File, path: &Path) -> bool {
     }
 }
 
-/// Takes an exclusive advisory lock without waiting; whether it was taken.
-/// The lock lives as long as the open file, and dies with the process.
-pub(crate) fn lock_exclusive(file: &fs::File) -> bool {
-    use std::os::unix::io::AsRawFd;
-    // SAFETY: flock only reads the descriptor, which `file` keeps open.
-    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
-}
-
-/// Whether another process holds the lock of a temp file (a live writer).
-pub(crate) fn is_locked(path: &Path) -> bool {
-    use std::os::unix::io::AsRawFd;
-    let Ok(file) = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)
-    else {
-        return false;
-    };
-    // SAFETY: as above.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    rc != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
-}
-
 /// Opens a file inside the store for reading, never through a symlink, and
 /// checks that it is a regular file.
 pub(crate) fn open_regular(path: &Path) -> Result<fs::File, StoreError> {
     let file = fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .custom_flags(sys::no_follow_flags())
         .open(path)
         .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
+            if sys::is_symlink_error(&e) {
                 StoreError::Symlink {
                     path: path.to_path_buf(),
                 }

@@ -5,13 +5,11 @@ use std::fs;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::time::SystemTime;
-
-use serde::Serialize;
 
 use super::write::{parse_trailer, TRAILER_LEN};
-use super::{open_regular, ContentId, IdPrefix, Store, StoreError, ZSTD_SUFFIX};
-use crate::policy::Compression;
+use super::{
+    open_regular, ContentId, Encoding, IdPrefix, Store, StoreError, StoredObject, ZSTD_SUFFIX,
+};
 
 const READ_CHUNK: usize = 1 << 20;
 
@@ -131,25 +129,6 @@ pub enum Selection {
     Lines(LineRange),
 }
 
-/// What `ls` knows of an object.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct ObjectInfo {
-    /// Its id.
-    pub id: ContentId,
-    /// Its file.
-    pub path: PathBuf,
-    /// Its uncompressed size (from the trailer for zstd objects).
-    pub bytes: u64,
-    /// Its size on disk.
-    pub stored_bytes: u64,
-    /// How it is compressed.
-    pub compression: Compression,
-    /// When it was last written or reused.
-    #[serde(skip)]
-    pub modified: Option<SystemTime>,
-}
-
 /// Copies the selected part of each chunk into `out`.
 struct Selector {
     sel: Selection,
@@ -223,14 +202,14 @@ impl Store {
     ///
     /// [`StoreError::NotFound`], or [`StoreError::Symlink`] /
     /// [`StoreError::WrongKind`] for a hostile object path.
-    pub fn locate(&self, id: &ContentId) -> Result<(PathBuf, Compression), StoreError> {
-        for compression in [Compression::None, Compression::Zstd { level: 1 }] {
-            let path = self.object_path(id, compression);
+    pub fn locate(&self, id: &ContentId) -> Result<(PathBuf, Encoding), StoreError> {
+        for encoding in Encoding::ALL {
+            let path = self.object_path(id, encoding);
             match fs::symlink_metadata(&path) {
                 Ok(m) if m.file_type().is_symlink() => {
                     return Err(StoreError::Symlink { path });
                 }
-                Ok(_) => return Ok((path, compression)),
+                Ok(_) => return Ok((path, encoding)),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(StoreError::io("inspect", &path)(e)),
             }
@@ -294,7 +273,7 @@ impl Store {
     /// [`StoreError::OutOfRange`] when the selection starts past the end, or
     /// an I/O error.
     pub fn read(&self, id: &ContentId, sel: &Selection) -> Result<Vec<u8>, StoreError> {
-        let (path, compression) = self.locate(id)?;
+        let (path, encoding) = self.locate(id)?;
         let mut selector = Selector {
             sel: *sel,
             pos: 0,
@@ -303,7 +282,7 @@ impl Store {
         };
         let mut newlines = 0u64;
         let mut last = None;
-        let info = self.scan(id, &path, compression, &mut |chunk| {
+        let info = self.scan(id, &path, encoding, &mut |chunk| {
             newlines += bytecount::count(chunk, b'\n') as u64;
             last = chunk.last().copied().or(last);
             selector.feed(chunk);
@@ -332,9 +311,9 @@ impl Store {
         &self,
         id: &ContentId,
         path: &Path,
-        compression: Compression,
-    ) -> Result<ObjectInfo, StoreError> {
-        self.scan(id, path, compression, &mut |_| {})
+        encoding: Encoding,
+    ) -> Result<StoredObject, StoreError> {
+        self.scan(id, path, encoding, &mut |_| {})
     }
 
     /// Re-hashes an object and checks it against its id.
@@ -342,9 +321,9 @@ impl Store {
     /// # Errors
     ///
     /// [`StoreError::Corrupt`] and the errors of [`Store::locate`].
-    pub fn verify(&self, id: &ContentId) -> Result<ObjectInfo, StoreError> {
-        let (path, compression) = self.locate(id)?;
-        self.verify_path(id, &path, compression)
+    pub fn verify(&self, id: &ContentId) -> Result<StoredObject, StoreError> {
+        let (path, encoding) = self.locate(id)?;
+        self.verify_path(id, &path, encoding)
     }
 
     /// Streams an object's bytes through `f`, then checks the hash (and for
@@ -353,10 +332,10 @@ impl Store {
         &self,
         id: &ContentId,
         path: &Path,
-        compression: Compression,
+        encoding: Encoding,
         f: &mut dyn FnMut(&[u8]),
-    ) -> Result<ObjectInfo, StoreError> {
-        self.scan_file(open_regular(path)?, id, path, compression, f)
+    ) -> Result<StoredObject, StoreError> {
+        self.scan_file(open_regular(path)?, id, path, encoding, f)
     }
 
     /// [`Store::scan`] over a file already open.
@@ -365,9 +344,9 @@ impl Store {
         mut file: fs::File,
         id: &ContentId,
         path: &Path,
-        compression: Compression,
+        encoding: Encoding,
         f: &mut dyn FnMut(&[u8]),
-    ) -> Result<ObjectInfo, StoreError> {
+    ) -> Result<StoredObject, StoreError> {
         let corrupt = |reason: String| StoreError::Corrupt {
             id: *id,
             path: path.to_path_buf(),
@@ -375,9 +354,9 @@ impl Store {
         };
         let meta = file.metadata().map_err(StoreError::io("inspect", path))?;
         let stored_bytes = meta.len();
-        let expected = match compression {
-            Compression::None => None,
-            Compression::Zstd { .. } => {
+        let expected = match encoding {
+            Encoding::Raw => None,
+            Encoding::Zstd => {
                 if stored_bytes < TRAILER_LEN as u64 {
                     return Err(corrupt("too short for a zstd object".into()));
                 }
@@ -392,9 +371,9 @@ impl Store {
         let mut hasher = blake3::Hasher::new();
         let mut buf = vec![0u8; READ_CHUNK];
         let mut total: u64 = 0;
-        let mut reader: Box<dyn Read> = match compression {
-            Compression::None => Box::new(file),
-            Compression::Zstd { .. } => Box::new(
+        let mut reader: Box<dyn Read> = match encoding {
+            Encoding::Raw => Box::new(file),
+            Encoding::Zstd => Box::new(
                 zstd::stream::read::Decoder::new(file)
                     .map_err(|e| corrupt(format!("zstd: {e}")))?,
             ),
@@ -404,9 +383,7 @@ impl Store {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if compression != Compression::None => {
-                    return Err(corrupt(format!("zstd: {e}")))
-                }
+                Err(e) if encoding != Encoding::Raw => return Err(corrupt(format!("zstd: {e}"))),
                 Err(e) => return Err(StoreError::io("read", path)(e)),
             };
             total += n as u64;
@@ -426,12 +403,14 @@ impl Store {
         if ContentId::from_hash(hasher.finalize()) != *id {
             return Err(corrupt("its bytes do not hash to its id".into()));
         }
-        Ok(ObjectInfo {
+        Ok(StoredObject {
             id: *id,
             path: path.to_path_buf(),
             bytes: total,
             stored_bytes,
-            compression,
+            encoding,
+            truncated: false,
+            dedup: false,
             modified: meta.modified().ok(),
         })
     }
@@ -443,7 +422,7 @@ impl Store {
     ///
     /// An I/O error listing a directory. A store that does not exist yet is
     /// empty, not an error.
-    pub fn list(&self) -> Result<Vec<ObjectInfo>, StoreError> {
+    pub fn list(&self) -> Result<Vec<StoredObject>, StoreError> {
         let mut out = Vec::new();
         let objects = self.objects_dir();
         let shards = match fs::read_dir(objects) {
@@ -464,9 +443,9 @@ impl Store {
                 let entry = entry.map_err(StoreError::io("list", &dir))?;
                 let name = entry.file_name();
                 let Some(name) = name.to_str() else { continue };
-                let (rest, compression) = match name.strip_suffix(ZSTD_SUFFIX) {
-                    Some(r) => (r, Compression::Zstd { level: 1 }),
-                    None => (name, Compression::None),
+                let (rest, encoding) = match name.strip_suffix(ZSTD_SUFFIX) {
+                    Some(r) => (r, Encoding::Zstd),
+                    None => (name, Encoding::Raw),
                 };
                 let Ok(id) = ContentId::from_hex(&format!("{prefix}{rest}")) else {
                     continue;
@@ -476,16 +455,18 @@ impl Store {
                     continue;
                 }
                 let path = entry.path();
-                let bytes = match compression {
-                    Compression::None => meta.len(),
-                    Compression::Zstd { .. } => read_trailer(&path).unwrap_or(0),
+                let bytes = match encoding {
+                    Encoding::Raw => meta.len(),
+                    Encoding::Zstd => read_trailer(&path).unwrap_or(0),
                 };
-                out.push(ObjectInfo {
+                out.push(StoredObject {
                     id,
                     path,
                     bytes,
                     stored_bytes: meta.len(),
-                    compression,
+                    encoding,
+                    truncated: false,
+                    dedup: false,
                     modified: meta.modified().ok(),
                 });
             }

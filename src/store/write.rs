@@ -2,14 +2,13 @@
 
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
-use super::faults::{self, FaultPlan, FaultPoint};
-use super::{same_file, ContentId, Store, StoreError};
-use crate::policy::{Compression, Durability};
+use super::seam::{FaultPoint, Op, Seam};
+use super::{
+    same_file, ContentId, Durability, Encoding, Store, StoreError, StoredObject, WriteOptions,
+};
+use crate::sys;
 
 /// Writes are gathered into blocks of this size before they are hashed and
 /// written, so a stream of small writes costs few system calls.
@@ -53,34 +52,26 @@ pub(crate) fn parse_trailer(t: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(t[16..].try_into().ok()?))
 }
 
-/// An object that is stored, or was already.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct Stored {
-    /// Its id.
-    pub id: ContentId,
-    /// Its file.
-    pub path: PathBuf,
-    /// Its uncompressed size.
-    pub bytes: u64,
-    /// Its size on disk.
-    pub stored_bytes: u64,
-    /// How it is compressed (`"none"` or `"zstd"` in JSON).
-    pub compression: Compression,
-    /// Whether the object already existed, so nothing new was stored.
-    pub dedup: bool,
-}
-
 /// The temp file; removed when dropped unless it was published.
 struct TempFile {
     path: PathBuf,
     live: bool,
+    seam: Seam,
+}
+
+impl TempFile {
+    fn remove(&mut self) -> io::Result<()> {
+        fs::remove_file(&self.path)?;
+        self.seam.record(Op::Remove(&self.path));
+        self.live = false;
+        Ok(())
+    }
 }
 
 impl Drop for TempFile {
     fn drop(&mut self) {
         if self.live {
-            let _ = fs::remove_file(&self.path);
+            let _ = self.remove();
         }
     }
 }
@@ -88,19 +79,32 @@ impl Drop for TempFile {
 /// The file, counting what is written and starting early writeback.
 struct FileSink {
     file: fs::File,
+    path: PathBuf,
     written: u64,
     flushed_to: u64,
     early_writeback: bool,
-    faults: Option<FaultPlan>,
+    seam: Seam,
+}
+
+impl FileSink {
+    /// fsyncs the file's data (and size).
+    fn sync(&self) -> io::Result<()> {
+        self.seam.check(FaultPoint::Fsync)?;
+        self.file.sync_data()?;
+        self.seam.record(Op::Fsync(&self.path));
+        Ok(())
+    }
 }
 
 impl Write for FileSink {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        faults::check(self.faults.as_ref(), FaultPoint::Write)?;
+        self.seam.check(FaultPoint::Write)?;
         let n = self.file.write(buf)?;
+        self.seam
+            .record(Op::Write(&self.path, self.written, &buf[..n]));
         self.written += n as u64;
         if self.early_writeback && self.written - self.flushed_to >= WRITEBACK_EVERY {
-            start_writeback(&self.file, self.flushed_to, self.written - self.flushed_to);
+            sys::start_writeback(&self.file, self.flushed_to, self.written - self.flushed_to);
             self.flushed_to = self.written;
         }
         Ok(n)
@@ -110,25 +114,6 @@ impl Write for FileSink {
         Ok(())
     }
 }
-
-/// Asks the kernel to start writing a range back now (Linux), so that the
-/// fsync at the end waits for less. Errors surface at that fsync.
-#[cfg(target_os = "linux")]
-fn start_writeback(file: &fs::File, offset: u64, len: u64) {
-    // SAFETY: sync_file_range only reads its integer arguments; the file
-    // descriptor is owned by `file` and open for the duration of the call.
-    unsafe {
-        libc::sync_file_range(
-            file.as_raw_fd(),
-            offset as libc::off64_t,
-            len as libc::off64_t,
-            libc::SYNC_FILE_RANGE_WRITE,
-        );
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn start_writeback(_file: &fs::File, _offset: u64, _len: u64) {}
 
 /// Past this many bytes, a zstd object continues in a second frame
 /// compressed by worker threads. Starting workers costs a few hundred
@@ -166,8 +151,7 @@ pub struct ObjectWriter {
     hasher: blake3::Hasher,
     block: Vec<u8>,
     bytes: u64,
-    compression: Compression,
-    durability: Durability,
+    opts: WriteOptions,
 }
 
 impl std::fmt::Debug for ObjectWriter {
@@ -175,32 +159,34 @@ impl std::fmt::Debug for ObjectWriter {
         f.debug_struct("ObjectWriter")
             .field("temp", &self.temp.path)
             .field("bytes", &self.bytes)
-            .field("compression", &self.compression)
+            .field("opts", &self.opts)
             .finish()
     }
 }
 
 impl ObjectWriter {
-    pub(crate) fn new(
-        store: Store,
-        compression: Compression,
-        durability: Durability,
-    ) -> Result<Self, StoreError> {
+    pub(crate) fn new(store: Store, opts: WriteOptions) -> Result<Self, StoreError> {
         let (path, file) = store.create_temp()?;
-        let temp = TempFile { path, live: true };
+        let seam = store.seam().clone();
+        let temp = TempFile {
+            path: path.clone(),
+            live: true,
+            seam: seam.clone(),
+        };
         let file = FileSink {
             file,
+            path,
             written: 0,
             flushed_to: 0,
-            early_writeback: durability == Durability::Durable,
-            faults: store.faults().cloned(),
+            early_writeback: opts.durability_mode() == Durability::Durable,
+            seam,
         };
-        let sink = match compression {
-            Compression::None => Sink::Raw(file),
-            Compression::Zstd { level } => Sink::Zstd {
-                encoder: ZstdEncoder::new(file, level)
+        let sink = match opts.encoding() {
+            Encoding::Raw => Sink::Raw(file),
+            Encoding::Zstd => Sink::Zstd {
+                encoder: ZstdEncoder::new(file, opts.level())
                     .map_err(StoreError::io("start zstd for", &temp.path))?,
-                level,
+                level: opts.level(),
                 frame_in: 0,
                 workers: false,
             },
@@ -212,8 +198,7 @@ impl ObjectWriter {
             hasher: blake3::Hasher::new(),
             block: Vec::new(),
             bytes: 0,
-            compression,
-            durability,
+            opts,
         })
     }
 
@@ -329,7 +314,7 @@ impl ObjectWriter {
     ///
     /// [`StoreError`] when any step fails. The temp file is removed, and an
     /// fsync error is final: the object is not published.
-    pub fn finish(mut self) -> Result<Stored, StoreError> {
+    pub fn finish(mut self) -> Result<StoredObject, StoreError> {
         self.flush_block()?;
         let path = self.temp.path.clone();
         let file = match self.sink.take() {
@@ -344,12 +329,10 @@ impl ObjectWriter {
             }
             None => return Err(after_failure(&path)),
         };
-        if self.durability == Durability::Durable {
+        if self.opts.durability_mode() == Durability::Durable {
             // An fsync error is final: the object is not published, and the
             // write is never retried as if it had succeeded.
-            faults::check(file.faults.as_ref(), FaultPoint::Fsync)
-                .and_then(|()| file.file.sync_data())
-                .map_err(StoreError::io("fsync", &path))?;
+            file.sync().map_err(StoreError::io("fsync", &path))?;
         }
         let stored_bytes = file.written;
         let id = ContentId::from_hash(self.hasher.finalize());
@@ -361,28 +344,30 @@ impl ObjectWriter {
         id: ContentId,
         stored_bytes: u64,
         file: fs::File,
-    ) -> Result<Stored, StoreError> {
+    ) -> Result<StoredObject, StoreError> {
         if let Some(hit) = self.store.dedup_hit(&id)? {
             return Ok(hit);
         }
-        let dest = self.store.object_path(&id, self.compression);
+        let dest = self.store.object_path(&id, self.opts.encoding());
         let shard = dest
             .parent()
             .unwrap_or(self.store.objects_dir())
             .to_path_buf();
-        Store::ensure_dir(&shard)?;
-        let stored = Stored {
+        self.store.ensure_dir(&shard)?;
+        let stored = StoredObject {
             id,
             path: dest.clone(),
             bytes: self.bytes,
             stored_bytes,
-            compression: self.compression,
+            encoding: self.opts.encoding(),
+            truncated: false,
             dedup: false,
+            modified: None,
         };
-        let plan = self.store.faults().cloned();
+        let seam = self.store.seam().clone();
         let link = |from: &Path, to: &Path| {
-            faults::check(plan.as_ref(), FaultPoint::Publish)?;
-            publish_no_clobber(from, to)
+            seam.check(FaultPoint::Publish)?;
+            publish_no_clobber(from, to, &seam)
         };
         match link(&self.temp.path, &dest) {
             Ok(()) => {
@@ -412,22 +397,22 @@ impl ObjectWriter {
                 if let Some(hit) = self.store.dedup_hit(&id)? {
                     return Ok(hit);
                 }
-                faults::check(self.store.faults(), FaultPoint::Publish)
+                seam.check(FaultPoint::Publish)
                     .and_then(|()| fs::rename(&self.temp.path, &dest))
                     .map_err(StoreError::io("replace corrupt object", &dest))?;
+                seam.record(Op::Rename(&self.temp.path, &dest));
                 self.temp.live = false;
             }
             Err(e) => return Err(StoreError::io("publish", &dest)(e)),
         }
         if self.temp.live {
-            fs::remove_file(&self.temp.path)
-                .map_err(StoreError::io("remove temp file", &self.temp.path))?;
-            self.temp.live = false;
+            let temp = self.temp.path.clone();
+            self.temp
+                .remove()
+                .map_err(StoreError::io("remove temp file", &temp))?;
         }
-        if self.durability == Durability::Durable {
-            faults::check(self.store.faults(), FaultPoint::DirFsync)
-                .map_err(StoreError::io("fsync directory", &shard))?;
-            sync_dir(&shard)?;
+        if self.opts.durability_mode() == Durability::Durable {
+            self.store.sync_dir(&shard)?;
         }
         Ok(stored)
     }
@@ -443,54 +428,18 @@ fn after_failure(path: &Path) -> StoreError {
 }
 
 /// Publishes `from` as `to` unless `to` exists: `link(2)`, or on filesystems
-/// without hard links `renameat2(RENAME_NOREPLACE)`.
-fn publish_no_clobber(from: &Path, to: &Path) -> io::Result<()> {
+/// without hard links a rename that never replaces.
+fn publish_no_clobber(from: &Path, to: &Path, seam: &Seam) -> io::Result<()> {
     match fs::hard_link(from, to) {
-        Ok(()) => Ok(()),
-        Err(e)
-            if matches!(
-                e.raw_os_error(),
-                Some(libc::EPERM | libc::EOPNOTSUPP | libc::ENOSYS | libc::EMLINK)
-            ) =>
-        {
-            rename_noreplace(from, to)
+        Ok(()) => {
+            seam.record(Op::Link(from, to));
+            Ok(())
+        }
+        Err(e) if sys::link_unsupported(&e) => {
+            sys::rename_noreplace(from, to)?;
+            seam.record(Op::Rename(from, to));
+            Ok(())
         }
         Err(e) => Err(e),
     }
-}
-
-#[cfg(target_os = "linux")]
-fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    let from_c = CString::new(from.as_os_str().as_bytes()).map_err(io::Error::other)?;
-    let to_c = CString::new(to.as_os_str().as_bytes()).map_err(io::Error::other)?;
-    // SAFETY: both pointers are valid NUL-terminated strings that outlive the
-    // call; AT_FDCWD makes the paths relative to the current directory as
-    // usual (they are absolute here).
-    let rc = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            from_c.as_ptr(),
-            libc::AT_FDCWD,
-            to_c.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn rename_noreplace(_from: &Path, _to: &Path) -> io::Result<()> {
-    Err(io::Error::from(io::ErrorKind::Unsupported))
-}
-
-/// fsyncs a directory, making the names in it durable.
-pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    let d = fs::File::open(dir).map_err(StoreError::io("open directory", dir))?;
-    d.sync_all().map_err(StoreError::io("fsync directory", dir))
 }

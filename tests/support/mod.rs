@@ -55,7 +55,7 @@ pub fn apply_chunked(spiller: &Spiller, input: &[u8], sizes: &[usize]) -> Outcom
 pub fn expected(input: &[u8], policy: &Policy, store: &Store) -> oracle::Expected {
     let stored = (input.len() as u64).min(policy.max_spill_bytes()) as usize;
     let id = ContentId::of(&input[..stored]);
-    let path = store.object_path(&id, policy.compression());
+    let path = store.object_path(&id, policy.compression().encoding());
     let id_text = id.to_string();
     let path_text = path.to_string_lossy().into_owned();
     oracle::expected(

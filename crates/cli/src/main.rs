@@ -1,4 +1,4 @@
-//! Command-line interface.
+//! The `spillway` command.
 
 mod args;
 mod commands;
@@ -10,10 +10,14 @@ use std::io::{self, Write};
 use anyhow::Result;
 use clap::Parser;
 
-pub use args::Cli;
+use args::Cli;
+
+fn main() {
+    std::process::exit(run());
+}
 
 /// Runs the command line; returns the exit code.
-pub fn main() -> i32 {
+fn run() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

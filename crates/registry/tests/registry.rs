@@ -2,20 +2,21 @@
 //! (what a frame carries) and end to end (real nested `bash` calls, replay,
 //! cards).
 
+#[path = "../../../tests/support/mod.rs"]
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use spillway::registry::card::{cards, HostFrame};
-use spillway::registry::events::{replay, replay_file, Event, LogSync, SessionLog};
-use spillway::registry::run_code::{CodeHost, CodeRunFailed, RunCode, NO_OUTPUT};
-use spillway::registry::tools::{Bash, SpillRead};
-use spillway::registry::{
+use spillway::{Durability, Policy, Selection, Spiller, Store};
+use spillway_registry::card::{cards, HostFrame};
+use spillway_registry::events::{replay, replay_file, Event, LogSync, SessionLog};
+use spillway_registry::run_code::{CodeHost, CodeRunFailed, RunCode, NO_OUTPUT};
+use spillway_registry::tools::{Bash, SpillRead};
+use spillway_registry::{
     Block, Cx, PostDecision, Registry, Rendered, Tool, ToolCall, ToolError, ToolResult,
 };
-use spillway::{Durability, Policy, Selection, Spiller, Store};
 
 type Program = fn(&str, &mut CodeHost<'_, '_>) -> Result<Option<Value>, CodeRunFailed>;
 
@@ -141,7 +142,7 @@ fn harness(budget: Option<usize>) -> Harness {
     let policy = Policy::builder()
         .max_inline_bytes(budget as u64)
         .durability(Durability::Relaxed)
-        .templates(spillway::registry::spill_read_templates())
+        .templates(spillway_registry::spill_read_templates())
         .build()
         .unwrap();
     let spiller = Spiller::new(policy, store).unwrap();

@@ -3,19 +3,18 @@
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::io::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command as Process, Stdio};
 use std::time::SystemTime;
 
 use anyhow::{anyhow, Context, Result};
 use serde_json::json;
-use spillway::registry::tools::{spawn_merged, widen_pipe};
 use spillway::store::referenced_ids;
 use spillway::{
     ByteRange, ByteSize, ContentId, GcOptions, HumanDuration, IdPrefix, LineRange, Outcome,
     Selection, Spiller, Store,
 };
+use spillway_process::{pump, spawn_merged, widen_pipe};
 
 use super::args::{
     ApplyArgs, Cli, Command, ConfigArgs, GcArgs, JsonArg, PolicyArgs, RunArgs, ShowArgs, VerifyArgs,
@@ -54,18 +53,8 @@ fn stream(
     size: Option<u64>,
 ) -> io::Result<spillway::Stage> {
     let mut stage = spiller.stage();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        match reader.read(&mut buf) {
-            Ok(0) => return Ok(stage),
-            Ok(n) => {
-                stage.feed(&buf[..n]);
-                progress.bytes(stage.bytes_written(), size);
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
+    pump(reader, &mut stage, &mut |done| progress.bytes(done, size))?;
+    Ok(stage)
 }
 
 fn spiller(eff: &Effective, store: &Store) -> Result<Spiller> {
@@ -95,7 +84,7 @@ fn apply(eff: &Effective, store: &Store, args: ApplyArgs, quiet: bool) -> Result
         }
         _ => {
             let stdin = io::stdin();
-            widen_pipe(stdin.as_raw_fd());
+            widen_pipe(&stdin);
             stream(&spiller, &mut stdin.lock(), &mut progress, None).context("read stdin")?
         }
     };
@@ -190,7 +179,7 @@ fn ls(store: &Store, args: JsonArg) -> Result<i32> {
             .map(|o| {
                 json!({
                     "id": o.id, "path": o.path, "bytes": o.bytes,
-                    "stored_bytes": o.stored_bytes, "compression": o.compression.name(),
+                    "stored_bytes": o.stored_bytes, "compression": o.encoding.name(),
                     "age_seconds": o.modified.and_then(|t| SystemTime::now().duration_since(t).ok()).map(|d| d.as_secs()),
                 })
             })
@@ -211,7 +200,7 @@ fn ls(store: &Store, args: JsonArg) -> Result<i32> {
             o.id.to_string(),
             ByteSize::new(o.bytes).to_string(),
             ByteSize::new(o.stored_bytes).to_string(),
-            o.compression.name(),
+            o.encoding.name(),
             age(o.modified)
         ));
     }

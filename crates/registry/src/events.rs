@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Block;
-use crate::store::ContentId;
+use spillway::ContentId;
 
 /// The session format this crate writes and reads.
 pub const FORMAT: &str = "spillway-session";
@@ -177,7 +177,7 @@ impl SessionLog {
             .append(true)
             .read(true)
             .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
             .open(&path)
             .map_err(io("open"))?;
         let len = file.metadata().map_err(io("inspect"))?.len();

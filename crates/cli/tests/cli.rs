@@ -1,5 +1,6 @@
 //! The `spillway` binary, run for real on real inputs.
 
+#[path = "../../../tests/support/mod.rs"]
 mod support;
 
 use std::io::Write;

@@ -1,5 +1,6 @@
 //! `run`, `ls`, `verify`, `gc`, `stats` and `config`, run for real.
 
+#[path = "../../../tests/support/mod.rs"]
 mod support;
 
 use std::path::{Path, PathBuf};

@@ -11,12 +11,12 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use spillway::registry::card::cards;
-use spillway::registry::events::{replay_file, LogSync, SessionLog};
-use spillway::registry::run_code::{CodeHost, CodeRunFailed, RunCode};
-use spillway::registry::tools::{Bash, SpillRead};
-use spillway::registry::{Registry, ToolCall};
 use spillway::{Policy, Spiller, Store};
+use spillway_registry::card::cards;
+use spillway_registry::events::{replay_file, LogSync, SessionLog};
+use spillway_registry::run_code::{CodeHost, CodeRunFailed, RunCode};
+use spillway_registry::tools::{Bash, SpillRead};
+use spillway_registry::{Registry, ToolCall};
 
 /// The "interpreter": this example's programs are Rust functions named by
 /// their code. A real harness plugs in its JavaScript or WASM sandbox.
@@ -53,7 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let store = Store::open(dir.path().join("store"))?;
     let policy = Policy::builder()
         .max_inline_bytes(1024)
-        .templates(spillway::registry::spill_read_templates())
+        .templates(spillway_registry::spill_read_templates())
         .build()?;
     let spiller = Spiller::new(policy, store)?;
     let log_path = dir.path().join("session.jsonl");

@@ -13,8 +13,8 @@ pub struct Progress {
 
 impl Progress {
     pub fn new(label: &'static str, quiet: bool) -> Self {
-        // SAFETY: isatty only inspects the descriptor.
-        let tty = unsafe { libc::isatty(2) } == 1;
+        use std::io::IsTerminal;
+        let tty = std::io::stderr().is_terminal();
         Progress {
             label,
             enabled: tty && !quiet,

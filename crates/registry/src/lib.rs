@@ -23,6 +23,9 @@
 //! A harness that has its own registry uses [`Spiller`] directly at its step
 //! 5; this module is the whole contract for those who want it.
 
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
 pub mod card;
 pub mod events;
 pub mod run_code;
@@ -35,11 +38,11 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::stage::{Outcome, Spiller, Stage};
-use crate::store::{ContentId, Store};
-use crate::Policy;
 use events::{Event, LogError, SessionLog};
 use run_code::CodeRunFailed;
+use spillway::Policy;
+use spillway::{ContentId, Store};
+use spillway::{Outcome, Spiller, Stage};
 
 /// The `stored` notice template for a registry that ships [`tools::SpillRead`]:
 /// it points the model at the tool it really has, not at a shell command.
@@ -53,13 +56,13 @@ pub const SPILL_READ_STORED: &str =
 /// ```
 /// use spillway::Policy;
 /// let policy = Policy::builder()
-///     .templates(spillway::registry::spill_read_templates())
+///     .templates(spillway_registry::spill_read_templates())
 ///     .build()
 ///     .unwrap();
 /// assert!(policy.templates().stored.as_str().contains("spill_read"));
 /// ```
-pub fn spill_read_templates() -> crate::NoticeTemplates {
-    let mut t = crate::NoticeTemplates::default();
+pub fn spill_read_templates() -> spillway::NoticeTemplates {
+    let mut t = spillway::NoticeTemplates::default();
     if let Ok(stored) = SPILL_READ_STORED.parse() {
         t.stored = stored;
     }
@@ -350,9 +353,9 @@ impl Registry {
     pub fn builder(
         spiller: Spiller,
         log: Arc<SessionLog>,
-    ) -> Result<RegistryBuilder, crate::PolicyError> {
+    ) -> Result<RegistryBuilder, spillway::PolicyError> {
         let values = Policy::builder()
-            .max_inline_bytes(crate::policy::MAX_INLINE_BYTES_LIMIT as u64)
+            .max_inline_bytes(spillway::policy::MAX_INLINE_BYTES_LIMIT as u64)
             .compression(spiller.policy().compression())
             .durability(spiller.policy().durability())
             .build()?;
@@ -483,7 +486,7 @@ impl Registry {
 
 /// An outcome, and whether it must count as an error (the store failed and
 /// the policy says fail).
-fn finish_bounded(r: Result<Outcome, crate::FinishError>) -> (Outcome, bool) {
+fn finish_bounded(r: Result<Outcome, spillway::FinishError>) -> (Outcome, bool) {
     match r {
         Ok(o) => (o, false),
         Err(e) => (e.into_outcome(), true),

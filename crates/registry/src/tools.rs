@@ -1,52 +1,13 @@
 //! The tools that ship with the registry: `bash` and `spill_read`.
 
-use std::fs::File;
-use std::io::{self, Read, Write};
-use std::os::unix::io::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 
 use serde_json::Value;
 
 use super::{Block, Cx, Rendered, Tool, ToolError};
-use crate::store::{ByteRange, ContentId, IdPrefix, LineRange, Selection};
-
-/// Widens a pipe to 1 MiB (best effort, Linux), so a fast producer and its
-/// reader wake each other 16 times less often than with the default 64 KiB.
-pub fn widen_pipe(fd: i32) {
-    #[cfg(target_os = "linux")]
-    // SAFETY: F_SETPIPE_SZ takes an integer argument and only changes the
-    // pipe's capacity; on anything but a pipe it fails harmlessly.
-    unsafe {
-        libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = fd;
-}
-
-/// Starts `cmd` with stdout and stderr on one pipe, so their order is the
-/// order in which the command wrote; returns the child and the pipe's read
-/// end. stdin is inherited.
-///
-/// # Errors
-///
-/// The pipe or the spawn failed.
-pub fn spawn_merged(cmd: &mut Command) -> io::Result<(Child, File)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two new descriptors into the array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and belong to nobody else.
-    let (reader, writer) = unsafe { (File::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    widen_pipe(reader.as_raw_fd());
-    let err_end = writer.try_clone()?;
-    cmd.stdout(Stdio::from(writer)).stderr(Stdio::from(err_end));
-    let child = cmd.spawn();
-    // Drop our copies of the write end, or reads would never see EOF.
-    cmd.stdout(Stdio::null()).stderr(Stdio::null());
-    Ok((child?, reader))
-}
+use spillway::{ByteRange, ContentId, IdPrefix, LineRange, Selection};
+use spillway_process::{pump, spawn_merged};
 
 /// How an exit reads in a result: nothing for success, else a last line.
 pub fn status_line(status: ExitStatus) -> Option<String> {
@@ -55,23 +16,6 @@ pub fn status_line(status: ExitStatus) -> Option<String> {
         (Some(c), _) => Some(format!("[exit status {c}]")),
         (None, Some(s)) => Some(format!("[killed by signal {s}]")),
         (None, None) => Some("[exit status unknown]".into()),
-    }
-}
-
-/// Copies `reader` into `out` in 1 MiB reads, as the data arrives.
-pub fn pump(reader: &mut dyn Read, out: &mut dyn Write) -> io::Result<u64> {
-    let mut buf = vec![0u8; 1 << 20];
-    let mut total = 0;
-    loop {
-        match reader.read(&mut buf) {
-            Ok(0) => return Ok(total),
-            Ok(n) => {
-                out.write_all(&buf[..n])?;
-                total += n as u64;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
     }
 }
 
@@ -97,7 +41,7 @@ impl Tool for Bash {
         let (mut child, mut reader) = spawn_merged(&mut cmd)
             .map_err(|e| ToolError::Failed(format!("cannot start sh: {e}")))?;
         let mut stage = cx.stage();
-        pump(&mut reader, &mut stage)
+        pump(&mut reader, &mut stage, &mut |_| {})
             .map_err(|e| ToolError::Failed(format!("read output: {e}")))?;
         let status = child
             .wait()

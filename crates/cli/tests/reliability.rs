@@ -1,0 +1,305 @@
+//! Reliability of the `spillway` binary: SIGKILL at many points,
+//! concurrent writers and gc, privacy against another user.
+//!
+//! `SPILLWAY_CRASH_KILLS` sets how many processes the crash test kills
+//! (default 200; raise it for a long local run).
+
+#[path = "../../../tests/support/mod.rs"]
+mod support;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use spillway::{Compression, Durability, Selection, Store};
+
+fn tmp_entries(store: &Store) -> usize {
+    std::fs::read_dir(store.tmp_dir()).map_or(0, |d| d.count())
+}
+
+fn bin() -> Command {
+    support::spillway_cmd()
+}
+
+fn spawn_apply(store: &Path, compression: &str) -> Child {
+    bin()
+        .arg("--store")
+        .arg(store)
+        .args([
+            "apply",
+            "--json",
+            "--max-inline-bytes",
+            "4KiB",
+            "--compress",
+            compression,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn feed(child: &mut Child, data: Vec<u8>) -> std::thread::JoinHandle<()> {
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::spawn(move || {
+        let _ = stdin.write_all(&data);
+    })
+}
+
+/// SIGKILL at many points of `apply` and `run`: no object name ever holds
+/// partial or wrong content, every object a finished run reported reads
+/// back exactly, and verify removes what the dead writers left.
+#[test]
+fn sigkill_at_any_point_never_leaves_a_partial_object() {
+    let kills: usize = std::env::var("SPILLWAY_CRASH_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    let sizes = [0usize, 1 << 10, 40 << 10, 1 << 20, 9 << 20];
+    let mut finished: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut killed = 0;
+    for i in 0..kills + kills / 4 {
+        let mut content = format!("run {} of the crash test\n", i % 9).into_bytes();
+        content.extend(support::tool_output(i as u64 % 9, sizes[i % sizes.len()]));
+        let finish = i % 5 == 4;
+        if i % 7 == 3 {
+            // `run`, killed while its command streams.
+            let mut child = bin()
+                .arg("--store")
+                .arg(&root)
+                .args([
+                    "run",
+                    "--",
+                    "sh",
+                    "-c",
+                    "yes 'crash test line' | head -c 20000000",
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            std::thread::sleep(Duration::from_millis((i as u64 * 13) % 60));
+            let _ = child.kill();
+            let _ = child.wait();
+            killed += 1;
+            continue;
+        }
+        let mut child = spawn_apply(&root, if i % 2 == 0 { "zstd" } else { "none" });
+        let writer = feed(&mut child, content.clone());
+        if finish {
+            writer.join().unwrap();
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success());
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            if let Some(id) = v["spill"]["id"].as_str() {
+                finished.push((id.to_string(), content));
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis((i as u64 * 7) % 40));
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = writer.join();
+            killed += 1;
+        }
+    }
+    assert!(killed >= kills);
+    let out = bin()
+        .arg("--store")
+        .arg(&root)
+        .args(["verify", "--json", "--grace", "0s"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "verify found corruption: {report}"
+    );
+    assert!(report["corrupt"].as_array().unwrap().is_empty());
+    let store = Store::open(&root).unwrap();
+    for (id, content) in &finished {
+        let id = id.parse().unwrap();
+        assert_eq!(&store.read(&id, &Selection::All).unwrap(), content);
+    }
+    assert_eq!(
+        tmp_entries(&store),
+        0,
+        "verify removes dead writers' temp files"
+    );
+    println!(
+        "{killed} processes killed, {} finished runs verified, {} temp files removed",
+        finished.len(),
+        report["temp_removed"]
+    );
+}
+
+/// 16 processes storing the same and different contents at once: all
+/// succeed, each distinct content is stored once, everything verifies.
+#[test]
+fn sixteen_concurrent_writers_store_each_content_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    let contents: Vec<Vec<u8>> = (0..16)
+        .map(|i| support::tool_output(if i < 8 { 1000 } else { 1000 + i }, 2 << 20))
+        .collect();
+    let mut children: Vec<(Child, std::thread::JoinHandle<()>)> = contents
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut child = spawn_apply(&root, if i % 2 == 0 { "zstd" } else { "none" });
+            let w = feed(&mut child, c.clone());
+            (child, w)
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for (child, w) in children.drain(..) {
+        w.join().unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        ids.push(v["spill"]["id"].as_str().unwrap().to_string());
+    }
+    let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!(distinct.len(), 9);
+    let store = Store::open(&root).unwrap();
+    let listed: std::collections::HashSet<String> = store
+        .list()
+        .unwrap()
+        .iter()
+        .map(|o| o.id.to_string())
+        .collect();
+    assert_eq!(listed.len(), 9, "each distinct content stored once");
+    for (id, c) in ids.iter().zip(&contents) {
+        assert_eq!(
+            &store.read(&id.parse().unwrap(), &Selection::All).unwrap(),
+            c
+        );
+    }
+    assert!(store
+        .verify_all(Duration::ZERO, &mut |_, _| {})
+        .unwrap()
+        .corrupt
+        .is_empty());
+}
+
+/// Writers reusing stale objects while two gc loops try to remove them:
+/// every object a writer reported survives.
+#[test]
+fn gc_loops_never_remove_what_concurrent_writers_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    let store = Store::open(&root).unwrap();
+    let contents: Vec<Vec<u8>> = (0..4)
+        .map(|i| support::tool_output(2000 + i, 300_000))
+        .collect();
+    for round in 0..6 {
+        for c in &contents {
+            let s = store
+                .put(
+                    c,
+                    Compression::Zstd { level: 1 }.write_options(Durability::Relaxed),
+                )
+                .unwrap();
+            let f = std::fs::File::options().write(true).open(&s.path).unwrap();
+            f.set_modified(std::time::SystemTime::now() - Duration::from_secs(7200))
+                .unwrap();
+        }
+        let gcs: Vec<Child> = (0..2)
+            .map(|_| {
+                bin()
+                    .arg("--store")
+                    .arg(&root)
+                    .args(["gc", "--max-age", "1h"])
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let writers: Vec<(Child, std::thread::JoinHandle<()>)> = (0..16)
+            .map(|i| {
+                let mut child = spawn_apply(&root, "zstd");
+                let w = feed(&mut child, contents[i % 4].clone());
+                (child, w)
+            })
+            .collect();
+        for (child, w) in writers {
+            w.join().unwrap();
+            let out = child.wait_with_output().unwrap();
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let id = v["spill"]["id"].as_str().unwrap().parse().unwrap();
+            assert!(
+                store.read(&id, &Selection::All).is_ok(),
+                "round {round}: a reported object is gone"
+            );
+        }
+        for mut g in gcs {
+            assert!(g.wait().unwrap().success());
+        }
+        for c in &contents {
+            assert!(
+                store
+                    .read(&spillway::ContentId::of(c), &Selection::All)
+                    .is_ok(),
+                "round {round}: lost after gc"
+            );
+        }
+    }
+}
+/// Another user cannot read a stored object.
+#[test]
+fn another_user_cannot_read_a_stored_object() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    let store = Store::open(&root).unwrap();
+    let s = store
+        .put(
+            b"private tool output\n",
+            Compression::None.write_options(Durability::Relaxed),
+        )
+        .unwrap();
+    // Let the other user reach the object's directory, so only the store's
+    // own modes stand in the way.
+    let mut p: PathBuf = dir.path().to_path_buf();
+    loop {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode | 0o001)).unwrap();
+        if !p.pop() || p.as_os_str().is_empty() || p == Path::new("/") {
+            break;
+        }
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        // Without root there is no other user to become; the modes are the proof.
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&s.path).unwrap().permissions().mode() & 0o077,
+            0
+        );
+        return;
+    }
+    let out = Command::new("cat")
+        .arg(&s.path)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "another user read the object");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Permission denied"));
+    let out = bin()
+        .arg("--store")
+        .arg(&root)
+        .args(["show", &s.id.to_string()])
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+}

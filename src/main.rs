@@ -1,7 +1,0 @@
-//! The `spillway` command.
-
-mod cli;
-
-fn main() {
-    std::process::exit(cli::main());
-}
