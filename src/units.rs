@@ -158,7 +158,7 @@ impl fmt::Display for ByteSize {
         ];
         for (name, scale) in UNITS {
             if self.0 >= scale {
-                if self.0 % scale == 0 {
+                if self.0.is_multiple_of(scale) {
                     return write!(f, "{} {name}", self.0 / scale);
                 }
                 let tenths = (u128::from(self.0) * 10 + u128::from(scale) / 2) / u128::from(scale);

@@ -46,7 +46,9 @@ fn v1_objects_written_by_earlier_versions_still_read_and_verify() {
     assert_eq!(store.read(&raw, &Selection::All).unwrap(), RAW_TEXT);
     assert_eq!(store.read(&zstd, &Selection::All).unwrap(), zstd_text());
     assert_eq!(
-        store.read(&zstd, &Selection::Lines("2:3".parse().unwrap())).unwrap(),
+        store
+            .read(&zstd, &Selection::Lines("2:3".parse().unwrap()))
+            .unwrap(),
         ZSTD_TEXT.repeat(2).as_bytes()
     );
     let listed = store.list().unwrap();

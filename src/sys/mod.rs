@@ -87,10 +87,9 @@ mod tests {
         );
         fs::write(&a, b"a").unwrap();
         fs::write(&b, b"b").unwrap();
+        let portable = cfg!(any(not(target_os = "linux"), feature = "portable"));
         match rename_noreplace(&a, &b) {
-            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-                assert!(cfg!(any(not(target_os = "linux"), feature = "portable")));
-            }
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => assert!(portable),
             Err(e) => assert_eq!(e.kind(), io::ErrorKind::AlreadyExists),
             Ok(()) => panic!("renamed over an existing name"),
         }
