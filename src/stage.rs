@@ -154,6 +154,10 @@ impl std::error::Error for FinishError {
     }
 }
 
+/// Chunks are measured and handed to the store in pieces of this size, so
+/// each piece is counted, hashed and written while it is still in cache.
+const PIECE: usize = 256 << 10;
+
 /// The last `cap` bytes of a stream.
 struct TailRing {
     buf: Vec<u8>,
@@ -219,7 +223,7 @@ impl Spilling {
     /// and written while it is still in cache.
     fn feed(&mut self, chunk: &[u8]) {
         self.tail.push(chunk);
-        for piece in chunk.chunks(crate::store::PIECE) {
+        for piece in chunk.chunks(PIECE) {
             self.feed_piece(piece);
         }
     }

@@ -6,7 +6,9 @@ mod support;
 use std::time::Duration;
 
 use spillway::store::{FaultPlan, FaultPoint};
-use spillway::{Compression, Durability, OnStoreError, Policy, Selection, Spiller, Store};
+use spillway::{
+    Compression, Durability, OnStoreError, Policy, Selection, Spiller, Store, StoreErrorKind,
+};
 
 fn tmp_entries(store: &Store) -> usize {
     std::fs::read_dir(store.tmp_dir()).map_or(0, |d| d.count())
@@ -36,10 +38,18 @@ fn every_injected_fault_leaves_an_honest_preview_and_a_consistent_store() {
         FaultPoint::DirFsync,
     ];
     let errnos = [
-        (libc::ENOSPC, "No space left"),
-        (libc::EIO, "Input/output error"),
-        (libc::EROFS, "Read-only file system"),
-        (libc::EACCES, "Permission denied"),
+        (libc::ENOSPC, "No space left", StoreErrorKind::NoSpace),
+        (libc::EIO, "Input/output error", StoreErrorKind::OtherIo),
+        (
+            libc::EROFS,
+            "Read-only file system",
+            StoreErrorKind::ReadOnly,
+        ),
+        (
+            libc::EACCES,
+            "Permission denied",
+            StoreErrorKind::PermissionDenied,
+        ),
     ];
     let mut tally = Vec::new();
     for compression in [Compression::None, Compression::Zstd { level: 1 }] {
@@ -60,7 +70,7 @@ fn every_injected_fault_leaves_an_honest_preview_and_a_consistent_store() {
             let calls = counting.calls(point);
             assert!(calls >= 1, "{point:?} is never reached");
             let mut runs = 0;
-            for (errno, text) in errnos {
+            for (errno, text, kind) in errnos {
                 for nth in 1..=calls {
                     let dir = tempfile::tempdir().unwrap();
                     let store = Store::open(dir.path())
@@ -77,6 +87,7 @@ fn every_injected_fault_leaves_an_honest_preview_and_a_consistent_store() {
                         .as_deref()
                         .unwrap_or_else(|| panic!("{point:?} #{nth}: no error reported"));
                     assert!(err.contains(text), "{point:?} #{nth}: {err}");
+                    assert_eq!(o.store_error_kind, Some(kind), "{point:?} #{nth}: {err}");
                     assert!(o.spill.is_none());
                     assert!(
                         o.content.contains("The full output could not be saved"),

@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use spillway::{
     ByteRange, Compression, Durability, IdPrefix, LineRange, OnStoreError, Policy, Selection,
-    Spiller, Store, StoreError,
+    Spiller, Store, StoreError, StoreErrorKind,
 };
 use support::*;
 
@@ -253,6 +253,7 @@ fn a_store_that_cannot_be_written_still_gives_a_bounded_preview() {
     assert!(o.spill.is_none());
     let err = o.store_error.as_deref().unwrap();
     assert!(err.contains("not-a-dir"), "{err}");
+    assert_eq!(o.store_error_kind, Some(StoreErrorKind::NotRegularFile));
     assert!(o.content.contains("could not be saved"));
     assert!(o
         .content

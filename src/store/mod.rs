@@ -75,7 +75,6 @@ pub use read::{ByteRange, LineRange, RangeError, Selection};
 pub use seam::FaultPlan;
 pub use seam::FaultPoint;
 pub use write::ObjectWriter;
-pub(crate) use write::PIECE;
 
 use std::fmt;
 use std::fs;

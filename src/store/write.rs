@@ -18,7 +18,7 @@ const BLOCK: usize = 1 << 20;
 const DIRECT: usize = 128 << 10;
 
 /// Large writes are hashed and compressed in pieces of this size.
-pub(crate) const PIECE: usize = 256 << 10;
+const PIECE: usize = 256 << 10;
 
 /// In durable mode, writeback of the temp file is started every this many
 /// bytes, so the final fsync has little left to do.

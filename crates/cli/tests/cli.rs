@@ -306,3 +306,26 @@ fn the_store_is_private_whatever_the_umask() {
         );
     }
 }
+
+/// `store_error_kind` names the failure beside the message, for a harness
+/// to branch on.
+#[test]
+fn apply_json_names_the_kind_of_store_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("a-file");
+    std::fs::write(&root, b"not a directory").unwrap();
+    let input = "line\n".repeat(20_000);
+    let out = spillway(&root, &["apply", "--json"], input.as_bytes());
+    assert!(out.status.success());
+    let v = json(&out);
+    assert!(v["store_error"].as_str().unwrap().contains("a-file"));
+    assert_eq!(v["store_error_kind"], "not_regular_file");
+    let ok = spillway(
+        &dir.path().join("store"),
+        &["apply", "--json"],
+        input.as_bytes(),
+    );
+    let v = json(&ok);
+    assert!(v["store_error_kind"].is_null());
+    assert_eq!(v["spill"]["compression"], "zstd");
+}
