@@ -152,11 +152,18 @@ impl std::error::Error for LogError {
 }
 
 /// An append-only session log.
+///
+/// A new event never joins a partial line: before each append the log
+/// checks that the file ends with a newline, and when it does not (a crash
+/// tore the last line, an earlier append failed half-way, another writer
+/// left bytes) it starts the event on a fresh line. The partial line stays
+/// in the file, byte for byte, and [`replay`] reports it as torn.
 #[derive(Debug)]
 pub struct SessionLog {
     path: PathBuf,
     file: Mutex<File>,
     sync: LogSync,
+    repairs: std::sync::atomic::AtomicU64,
 }
 
 impl SessionLog {
@@ -185,6 +192,7 @@ impl SessionLog {
             path: path.clone(),
             file: Mutex::new(file),
             sync,
+            repairs: std::sync::atomic::AtomicU64::new(0),
         };
         if len == 0 {
             let header = serde_json::to_string(&Header {
@@ -209,6 +217,12 @@ impl SessionLog {
         &self.path
     }
 
+    /// How many times this handle started an event on a fresh line because
+    /// the file ended inside a partial line.
+    pub fn repairs(&self) -> u64 {
+        self.repairs.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn append_line(&self, mut line: String) -> Result<(), LogError> {
         line.push('\n');
         let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
@@ -216,6 +230,11 @@ impl SessionLog {
             let path = self.path.clone();
             move |source| LogError::Io { op, path, source }
         };
+        if !ends_with_newline(&file).map_err(io("inspect"))? {
+            line.insert(0, '\n');
+            self.repairs
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         // One write of the whole line: with O_APPEND, lines never interleave.
         file.write_all(line.as_bytes()).map_err(io("append to"))?;
         if self.sync == LogSync::EveryEvent {
@@ -237,6 +256,18 @@ impl SessionLog {
         })?;
         self.append_line(line)
     }
+}
+
+/// Whether the file is empty or its last byte is a newline.
+fn ends_with_newline(file: &File) -> io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(true);
+    }
+    let mut last = [0u8; 1];
+    file.read_exact_at(&mut last, len - 1)?;
+    Ok(last[0] == b'\n')
 }
 
 fn check_header(line: &[u8]) -> Result<(), String> {
@@ -261,7 +292,9 @@ pub struct BadLine {
     pub line: usize,
     /// Why.
     pub reason: String,
-    /// Whether it is the last line, cut short by a crash (no newline).
+    /// Whether it is an event cut short: the last line without its newline
+    /// (a crash), or a line that ends inside an event (a crash or a failed
+    /// append, after which the log started the next event on a fresh line).
     pub torn: bool,
 }
 
@@ -299,7 +332,7 @@ pub fn replay(bytes: &[u8]) -> Result<Replay, String> {
             Err(e) => out.bad.push(BadLine {
                 line: i + 2,
                 reason: e.to_string(),
-                torn: last && !ends_with_newline,
+                torn: (last && !ends_with_newline) || e.is_eof(),
             }),
         }
     }

@@ -485,6 +485,74 @@ fn replay_keeps_every_valid_line_and_reports_the_rest() {
     assert!(replay(&bytes).is_err());
 }
 
+fn event(id: &str) -> Event {
+    Event::ToolCall {
+        call_id: id.into(),
+        tool: "echo".into(),
+        description: None,
+        args: json!({}),
+    }
+}
+
+fn call_ids(r: &spillway_registry::events::Replay) -> Vec<String> {
+    r.events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCall { call_id, .. } => Some(call_id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A crash tore the last line: a reopened log must not glue the next
+/// event to it. Every synced event survives; the torn line is reported.
+#[test]
+fn a_torn_last_line_never_swallows_the_next_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    let log = SessionLog::open(&path, LogSync::EveryEvent).unwrap();
+    log.append(&event("before")).unwrap();
+    drop(log);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    std::io::Write::write_all(&mut f, br#"{"type":"tool/call","callId":"torn","to"#).unwrap();
+    drop(f);
+    let log = SessionLog::open(&path, LogSync::EveryEvent).unwrap();
+    log.append(&event("first-after")).unwrap();
+    log.append(&event("second-after")).unwrap();
+    assert_eq!(log.repairs(), 1);
+    let r = replay_file(&path).unwrap();
+    assert_eq!(call_ids(&r), ["before", "first-after", "second-after"]);
+    assert_eq!(r.bad.len(), 1);
+    assert!(r.bad[0].torn, "{:?}", r.bad);
+    assert_eq!(r.bad[0].line, 3);
+}
+
+/// An append that failed half-way (say, ENOSPC) leaves a partial line; once
+/// the disk has room, the next append through the same handle must start
+/// on a fresh line.
+#[test]
+fn a_half_written_append_never_swallows_the_next_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    let log = SessionLog::open(&path, LogSync::Never).unwrap();
+    log.append(&event("a")).unwrap();
+    // What a failed write leaves: part of a line, no newline.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    std::io::Write::write_all(&mut f, br#"{"type":"tool/call","ca"#).unwrap();
+    log.append(&event("b")).unwrap();
+    log.append(&event("c")).unwrap();
+    assert_eq!(log.repairs(), 1);
+    let r = replay_file(&path).unwrap();
+    assert_eq!(call_ids(&r), ["a", "b", "c"]);
+    assert!(r.bad.len() == 1 && r.bad[0].torn);
+}
+
 #[test]
 fn reopening_a_log_appends_and_checks_the_header() {
     let h = harness(None);
