@@ -126,16 +126,28 @@ fn run_command(eff: &Effective, store: &Store, args: RunArgs) -> Result<i32> {
     let status = child.wait().context("run: wait")?;
     let (outcome, failure) = finish(stage);
     let signal = status.signal();
-    let code = status.code().unwrap_or_else(|| 128 + signal.unwrap_or(0));
-    if args.json {
+    let code = spillway_process::exit_code(status);
+    let text = if args.json {
         let mut v = serde_json::to_value(&outcome)?;
         v["exit_code"] = json!(status.code());
         v["signal"] = json!(signal);
         let mut text = serde_json::to_string(&v)?;
         text.push('\n');
-        emit(text.as_bytes())?;
+        text
     } else {
-        emit(outcome.content.as_bytes())?;
+        outcome.content
+    };
+    // The command's status is the answer, whoever reads the text: a reader
+    // that went away (`| head -1`, `| true`) must not turn a failed build
+    // into a success. Other write errors are reported, and still exit with
+    // the command's status when it failed.
+    if let Err(e) = emit(text.as_bytes()) {
+        if !super::is_broken_pipe(&e) {
+            eprintln!("spillway: run: write output: {}", super::one_line(&e));
+            if code == 0 {
+                return Ok(1);
+            }
+        }
     }
     if let Some(msg) = failure {
         eprintln!("spillway: run: {msg}");

@@ -57,7 +57,7 @@ fn run() -> i32 {
 }
 
 /// The error and its causes on one line: `what: why: deeper why`.
-fn one_line(e: &anyhow::Error) -> String {
+pub(crate) fn one_line(e: &anyhow::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     for cause in e.chain() {
         let text = cause.to_string().replace('\n', " ");
@@ -68,7 +68,7 @@ fn one_line(e: &anyhow::Error) -> String {
     parts.join(": ")
 }
 
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
+pub(crate) fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<io::Error>()
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)

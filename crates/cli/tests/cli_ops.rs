@@ -55,6 +55,47 @@ fn run_passes_the_exit_status_through() {
     assert!(v["signal"].is_null());
 }
 
+/// A reader that goes away (`| true`, `| head -1`) must never turn a failed
+/// command into a success: `run` exits with the command's status.
+#[test]
+fn run_keeps_the_command_status_when_its_reader_goes_away() {
+    let (_d, s) = store();
+    for script in [
+        "echo building; sleep 0.5; echo 'error: failed'; exit 3",
+        "seq 1 1000000; exit 3",
+    ] {
+        for json in [false, true] {
+            let mut args = vec!["--store", s.to_str().unwrap(), "run"];
+            if json {
+                args.push("--json");
+            }
+            args.extend(["--", "sh", "-c", script]);
+            // The reader closes its end before spillway writes anything.
+            let (reader, writer) = std::io::pipe().unwrap();
+            drop(reader);
+            let status = bin().args(&args).stdout(writer).status().unwrap();
+            assert_eq!(status.code(), Some(3), "{script} (json: {json})");
+        }
+    }
+    // And a successful command still succeeds.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let status = bin()
+        .args([
+            "--store",
+            s.to_str().unwrap(),
+            "run",
+            "--",
+            "sh",
+            "-c",
+            "seq 1 100000",
+        ])
+        .stdout(writer)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+}
+
 #[test]
 fn run_reports_signals_as_128_plus_n() {
     let (_d, s) = store();
