@@ -4,10 +4,11 @@ mod support;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
 
 use spillway::{
-    ByteRange, Compression, Durability, IdPrefix, LineRange, OnStoreError, Policy, Selection,
-    Spiller, Store, StoreError, StoreErrorKind,
+    ByteRange, Compression, Durability, Encoding, IdPrefix, LineRange, OnStoreError, Policy,
+    Selection, Spiller, Store, StoreError, StoreErrorKind,
 };
 use support::*;
 
@@ -318,4 +319,120 @@ fn no_temp_file_survives_a_finished_or_abandoned_writer() {
         .unwrap();
     w.finish().unwrap();
     assert_eq!(fs::read_dir(store.tmp_dir()).unwrap().count(), 0);
+}
+
+fn relaxed(c: Compression) -> spillway::WriteOptions {
+    c.write_options(Durability::Relaxed)
+}
+
+fn flip_a_byte(path: &std::path::Path) {
+    let mut bytes = fs::read(path).unwrap();
+    bytes[0] ^= 0x20;
+    fs::write(path, bytes).unwrap();
+}
+
+/// A bad raw copy must not hide a good zstd copy of the same id, and a
+/// write must not leave a bad copy in place under either name.
+#[test]
+fn one_id_resolves_to_its_good_copy_whatever_sits_beside_it() {
+    let (_d, store) = temp_store();
+    let data = tool_output(21, 200_000);
+    let raw = store.put(&data, relaxed(RAW)).unwrap();
+    flip_a_byte(&raw.path);
+    // Stored again with zstd: a good copy exists, and the bad one is gone.
+    let z = store.put(&data, relaxed(ZSTD)).unwrap();
+    assert_eq!(z.encoding, Encoding::Zstd);
+    assert!(!z.dedup);
+    assert!(!raw.path.exists(), "the corrupt raw copy was left in place");
+    assert_eq!(store.read(&z.id, &Selection::All).unwrap(), data);
+    assert_eq!(store.stats().unwrap().quarantined, 1);
+    // A third write, raw, reuses the good zstd copy.
+    let again = store.put(&data, relaxed(RAW)).unwrap();
+    assert!(again.dedup && again.encoding == Encoding::Zstd);
+
+    // A bad copy that appears later (not through a write) never hides the
+    // good one from a read.
+    fs::write(&raw.path, b"garbage under the raw name").unwrap();
+    assert_eq!(store.read(&z.id, &Selection::All).unwrap(), data);
+    assert_eq!(
+        store
+            .read(&z.id, &Selection::Lines("1:1".parse().unwrap()))
+            .unwrap(),
+        data[..=data.iter().position(|&b| b == b'\n').unwrap()]
+    );
+    assert!(store.verify(&z.id).is_ok());
+}
+
+/// A directory or a link at an object name: reads fall through to the good
+/// copy, and verify reports and moves the thing aside.
+#[test]
+fn verify_quarantines_what_is_not_a_regular_file_at_an_object_name() {
+    for what in ["directory", "symbolic link", "fifo"] {
+        let (d, store) = temp_store();
+        let data = tool_output(22, 100_000);
+        let z = store.put(&data, relaxed(ZSTD)).unwrap();
+        let raw_name = store.object_path(&z.id, Encoding::Raw);
+        match what {
+            "directory" => fs::create_dir(&raw_name).unwrap(),
+            "symbolic link" => {
+                let decoy = d.path().join("decoy");
+                fs::write(&decoy, &data).unwrap();
+                std::os::unix::fs::symlink(&decoy, &raw_name).unwrap();
+            }
+            _ => {
+                let c = std::ffi::CString::new(raw_name.to_str().unwrap()).unwrap();
+                // SAFETY: mkfifo reads a valid NUL-terminated path.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            }
+        }
+        assert_eq!(store.read(&z.id, &Selection::All).unwrap(), data, "{what}");
+        let report = store.verify_all(Duration::ZERO, &mut |_, _| {}).unwrap();
+        assert_eq!(report.not_regular.len(), 1, "{what}: {report:?}");
+        assert!(report.not_regular[0].quarantined.is_some(), "{what}");
+        assert!(
+            fs::symlink_metadata(&raw_name).is_err(),
+            "{what}: still there"
+        );
+        let again = store.verify_all(Duration::ZERO, &mut |_, _| {}).unwrap();
+        assert!(again.not_regular.is_empty() && again.corrupt.is_empty());
+        assert_eq!(again.ok, 1);
+    }
+}
+
+/// `v1/objects` or a shard replaced by a link: nothing is read through it.
+#[test]
+fn reads_never_pass_through_a_linked_directory_inside_the_store() {
+    for linked in ["shard", "objects"] {
+        let (d, store) = temp_store();
+        let data = tool_output(23, 50_000);
+        let s = store.put(&data, relaxed(RAW)).unwrap();
+        let real = if linked == "shard" {
+            s.path.parent().unwrap().to_path_buf()
+        } else {
+            store.objects_dir().to_path_buf()
+        };
+        let moved = d.path().join("moved-away");
+        fs::rename(&real, &moved).unwrap();
+        std::os::unix::fs::symlink(&moved, &real).unwrap();
+        let err = store.read(&s.id, &Selection::All).unwrap_err();
+        assert!(matches!(err, StoreError::Symlink { .. }), "{linked}: {err}");
+        assert!(store.verify(&s.id).is_err(), "{linked}");
+        match linked {
+            "objects" => {
+                let e = store
+                    .verify_all(Duration::ZERO, &mut |_, _| {})
+                    .unwrap_err();
+                assert!(matches!(e, StoreError::Symlink { .. }), "{e}");
+                assert!(store.list().is_err());
+            }
+            _ => {
+                let report = store.verify_all(Duration::ZERO, &mut |_, _| {}).unwrap();
+                assert_eq!(report.not_regular.len(), 1, "{report:?}");
+                assert_eq!(report.not_regular[0].kind, "symbolic link");
+                assert_eq!(report.ok, 0);
+            }
+        }
+        // What the link pointed at is untouched.
+        assert!(moved.exists());
+    }
 }

@@ -29,6 +29,22 @@ pub struct VerifyReport {
     pub corrupt: Vec<CorruptObject>,
     /// Temp files of dead writers that were removed.
     pub temp_removed: usize,
+    /// Things at object or shard names that are not what belongs there (a
+    /// symbolic link, a directory, a FIFO): moved to the quarantine folder.
+    pub not_regular: Vec<Misplaced>,
+}
+
+/// Something at an object or shard name that is not a regular file (or,
+/// for a shard, a real directory), found by [`Store::verify_all`].
+#[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
+pub struct Misplaced {
+    /// Where it was.
+    pub path: PathBuf,
+    /// What it is: `symbolic link`, `directory`, `file`, `other`.
+    pub kind: &'static str,
+    /// Where it was moved, unless moving failed.
+    pub quarantined: Option<PathBuf>,
 }
 
 /// A corrupt object found by [`Store::verify_all`].
@@ -212,12 +228,74 @@ impl Store {
             }
             progress(i + 1, objects.len());
         }
+        report.not_regular = self.quarantine_misplaced()?;
         report.temp_removed = self.clean_temp(temp_grace)?;
         Ok(report)
     }
 
+    /// Moves aside everything at a shard or object name that the store
+    /// would not read: links, directories and special files where objects
+    /// belong, links and files where shards belong.
+    fn quarantine_misplaced(&self) -> Result<Vec<Misplaced>, StoreError> {
+        let mut out = Vec::new();
+        if !self.real_dirs_exist()? {
+            return Ok(out);
+        }
+        let objects = self.objects_dir();
+        let kind_of = |t: fs::FileType| {
+            if t.is_symlink() {
+                "symbolic link"
+            } else if t.is_dir() {
+                "directory"
+            } else if t.is_file() {
+                "file"
+            } else {
+                "other"
+            }
+        };
+        let is_hex = |s: &str| {
+            s.bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        };
+        let mut move_aside = |path: PathBuf, kind: &'static str| {
+            let quarantined = self.quarantine(&path).ok();
+            out.push(Misplaced {
+                path,
+                kind,
+                quarantined,
+            });
+        };
+        for shard in fs::read_dir(objects).map_err(StoreError::io("list", objects))? {
+            let shard = shard.map_err(StoreError::io("list", objects))?;
+            let name = shard.file_name();
+            let Some(name) = name.to_str().filter(|n| n.len() == 2 && is_hex(n)) else {
+                continue;
+            };
+            let Ok(t) = shard.file_type() else { continue };
+            if !t.is_dir() {
+                move_aside(shard.path(), kind_of(t));
+                continue;
+            }
+            let dir = shard.path();
+            for entry in fs::read_dir(&dir).map_err(StoreError::io("list", &dir))? {
+                let entry = entry.map_err(StoreError::io("list", &dir))?;
+                let file = entry.file_name();
+                let Some(file) = file.to_str() else { continue };
+                let rest = file.strip_suffix(super::ZSTD_SUFFIX).unwrap_or(file);
+                if ContentId::from_hex(&format!("{name}{rest}")).is_err() {
+                    continue;
+                }
+                match entry.file_type() {
+                    Ok(t) if !t.is_file() => move_aside(entry.path(), kind_of(t)),
+                    _ => {}
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Moves a file into the quarantine folder under a unique name.
-    fn quarantine(&self, path: &std::path::Path) -> Result<PathBuf, StoreError> {
+    pub(crate) fn quarantine(&self, path: &std::path::Path) -> Result<PathBuf, StoreError> {
         self.ensure_dir(self.quarantine_dir())?;
         let name = path
             .file_name()
@@ -304,7 +382,7 @@ impl Store {
         report: &mut GcReport,
     ) -> Result<bool, StoreError> {
         self.ensure_dir(self.tmp_dir())?;
-        let file = match open_regular(&obj.path) {
+        let file = match open_regular(self.root(), &obj.path) {
             Ok(f) => f,
             // Gone already (another gc), or not a file: nothing to do here.
             Err(_) => return Ok(false),
@@ -450,7 +528,7 @@ mod tests {
     fn a_dedup_hit_needs_the_name_to_still_hold_the_file() {
         let (_d, s) = store();
         let stored = s.put(b"moved", RELAXED).unwrap();
-        let f = super::super::open_regular(&stored.path).unwrap();
+        let f = super::super::open_regular(s.root(), &stored.path).unwrap();
         let aside = s.tmp_dir().join("aside");
         fs::rename(&stored.path, &aside).unwrap();
         assert!(!super::super::same_file(&f, &stored.path));

@@ -67,7 +67,8 @@ mod write;
 pub use crash::{CrashKind, CrashModel};
 pub use id::{ContentId, IdError, IdPrefix, MIN_PREFIX_DIGITS};
 pub use maintain::{
-    referenced_ids, CorruptObject, GcOptions, GcReport, Stats, VerifyReport, DEFAULT_TEMP_GRACE,
+    referenced_ids, CorruptObject, GcOptions, GcReport, Misplaced, Stats, VerifyReport,
+    DEFAULT_TEMP_GRACE,
 };
 pub use object::{Durability, Encoding, StoredObject, WriteOptions};
 pub use read::{ByteRange, LineRange, RangeError, Selection};
@@ -560,24 +561,39 @@ impl Store {
     pub(crate) fn dedup_hit(&self, id: &ContentId) -> Result<Option<StoredObject>, StoreError> {
         for encoding in Encoding::ALL {
             let path = self.object_path(id, encoding);
-            let file = match open_regular(&path) {
+            let file = match open_regular(self.root(), &path) {
                 Ok(f) => f,
                 Err(StoreError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
                     continue
                 }
-                // A link or a non-file where an object belongs: not a hit;
-                // publishing replaces it.
-                Err(StoreError::Symlink { .. } | StoreError::WrongKind { .. }) => continue,
+                // A link or a non-file where an object belongs: not a hit,
+                // and moved aside so that the id resolves to one good object.
+                // Only the object's own name is moved, never a directory
+                // above it (moving through a linked directory would reach
+                // outside the store).
+                Err(
+                    StoreError::Symlink { path: bad } | StoreError::WrongKind { path: bad, .. },
+                ) if bad == path && self.quarantine(&path).is_ok() => continue,
                 Err(e) => return Err(e),
             };
-            let Ok(info) = self.scan_file(
+            let scanned = self.scan_file(
                 file.try_clone().map_err(StoreError::io("open", &path))?,
                 id,
                 &path,
                 encoding,
                 &mut |_| {},
-            ) else {
-                continue;
+            );
+            let info = match scanned {
+                Ok(info) => info,
+                Err(StoreError::Corrupt { .. }) => {
+                    // A corrupt copy is never reused; moving it aside lets
+                    // reads find the good copy of another encoding.
+                    if same_file(&file, &path) {
+                        let _ = self.quarantine(&path);
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
             };
             let _ = file.set_modified(std::time::SystemTime::now());
             if !same_file(&file, &path) {
@@ -602,22 +618,60 @@ pub(crate) fn same_file(file: &fs::File, path: &Path) -> bool {
     }
 }
 
-/// Opens a file inside the store for reading, never through a symlink, and
-/// checks that it is a regular file.
-pub(crate) fn open_regular(path: &Path) -> Result<fs::File, StoreError> {
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(sys::no_follow_flags())
-        .open(path)
-        .map_err(|e| {
-            if sys::is_symlink_error(&e) {
-                StoreError::Symlink {
-                    path: path.to_path_buf(),
-                }
-            } else {
-                StoreError::io("open", path)(e)
+/// Opens a file inside the store for reading and checks that it is a
+/// regular file. No symbolic link is followed anywhere on the way: below
+/// `root`, every directory is opened relative to the last one with
+/// `O_NOFOLLOW | O_DIRECTORY`, so a shard or `v1/objects` replaced by a link
+/// is refused, not read through.
+pub(crate) fn open_regular(root: &Path, path: &Path) -> Result<fs::File, StoreError> {
+    use rustix::fs::{openat, Mode, OFlags, CWD};
+    let refuse = |e: rustix::io::Errno, at: &Path| match e {
+        rustix::io::Errno::LOOP => StoreError::Symlink {
+            path: at.to_path_buf(),
+        },
+        // O_NOFOLLOW | O_DIRECTORY on a link says ENOTDIR.
+        rustix::io::Errno::NOTDIR if fs::symlink_metadata(at).is_ok_and(|m| m.is_symlink()) => {
+            StoreError::Symlink {
+                path: at.to_path_buf(),
             }
-        })?;
+        }
+        rustix::io::Errno::NOTDIR => StoreError::WrongKind {
+            path: at.to_path_buf(),
+            expected: "directory",
+        },
+        e => StoreError::io("open", at)(e.into()),
+    };
+    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let file_flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = match path.strip_prefix(root) {
+        Ok(rel) => {
+            let mut dir =
+                openat(CWD, root, dir_flags, Mode::empty()).map_err(|e| refuse(e, root))?;
+            let mut at = root.to_path_buf();
+            let mut parts = rel.components().peekable();
+            let mut last = None;
+            while let Some(part) = parts.next() {
+                at.push(part);
+                if parts.peek().is_none() {
+                    last = Some(openat(&dir, part.as_os_str(), file_flags, Mode::empty()));
+                    break;
+                }
+                dir = openat(&dir, part.as_os_str(), dir_flags, Mode::empty())
+                    .map_err(|e| refuse(e, &at))?;
+            }
+            match last {
+                Some(fd) => fd.map_err(|e| refuse(e, path))?,
+                None => {
+                    return Err(StoreError::WrongKind {
+                        path: path.to_path_buf(),
+                        expected: "regular file",
+                    })
+                }
+            }
+        }
+        Err(_) => openat(CWD, path, file_flags, Mode::empty()).map_err(|e| refuse(e, path))?,
+    };
+    let file = fs::File::from(fd);
     let meta = file.metadata().map_err(StoreError::io("inspect", path))?;
     if !meta.is_file() {
         return Err(StoreError::WrongKind {

@@ -273,7 +273,6 @@ impl Store {
     /// [`StoreError::OutOfRange`] when the selection starts past the end, or
     /// an I/O error.
     pub fn read(&self, id: &ContentId, sel: &Selection) -> Result<Vec<u8>, StoreError> {
-        let (path, encoding) = self.locate(id)?;
         let mut selector = Selector {
             sel: *sel,
             pos: 0,
@@ -282,10 +281,17 @@ impl Store {
         };
         let mut newlines = 0u64;
         let mut last = None;
-        let info = self.scan(id, &path, encoding, &mut |chunk| {
-            newlines += bytecount::count(chunk, b'\n') as u64;
-            last = chunk.last().copied().or(last);
-            selector.feed(chunk);
+        let info = self.scan_good(id, &mut |chunk| match chunk {
+            Some(chunk) => {
+                newlines += bytecount::count(chunk, b'\n') as u64;
+                last = chunk.last().copied().or(last);
+                selector.feed(chunk);
+            }
+            None => {
+                (newlines, last) = (0, None);
+                (selector.pos, selector.line) = (0, 1);
+                selector.out.clear();
+            }
         })?;
         let size = info.bytes;
         let total_lines = newlines + u64::from(last.is_some_and(|b| b != b'\n'));
@@ -306,6 +312,30 @@ impl Store {
         }
     }
 
+    /// Streams the one good object of this id through `f`: each encoding's
+    /// file in turn, so a bad copy under one name never hides a good copy
+    /// under the other. `f(None)` says that what it was given so far came
+    /// from a bad copy and must be forgotten.
+    fn scan_good(
+        &self,
+        id: &ContentId,
+        f: &mut dyn FnMut(Option<&[u8]>),
+    ) -> Result<StoredObject, StoreError> {
+        let mut first_error = None;
+        for encoding in Encoding::ALL {
+            let path = self.object_path(id, encoding);
+            match self.scan(id, &path, encoding, &mut |chunk| f(Some(chunk))) {
+                Ok(info) => return Ok(info),
+                Err(StoreError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    f(None);
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        Err(first_error.unwrap_or_else(|| StoreError::NotFound { id: id.to_string() }))
+    }
+
     /// Re-hashes one object file and checks it against `id`.
     pub(crate) fn verify_path(
         &self,
@@ -322,8 +352,7 @@ impl Store {
     ///
     /// [`StoreError::Corrupt`] and the errors of [`Store::locate`].
     pub fn verify(&self, id: &ContentId) -> Result<StoredObject, StoreError> {
-        let (path, encoding) = self.locate(id)?;
-        self.verify_path(id, &path, encoding)
+        self.scan_good(id, &mut |_| {})
     }
 
     /// Streams an object's bytes through `f`, then checks the hash (and for
@@ -335,7 +364,7 @@ impl Store {
         encoding: Encoding,
         f: &mut dyn FnMut(&[u8]),
     ) -> Result<StoredObject, StoreError> {
-        self.scan_file(open_regular(path)?, id, path, encoding, f)
+        self.scan_file(open_regular(self.root(), path)?, id, path, encoding, f)
     }
 
     /// [`Store::scan`] over a file already open.
@@ -424,12 +453,11 @@ impl Store {
     /// empty, not an error.
     pub fn list(&self) -> Result<Vec<StoredObject>, StoreError> {
         let mut out = Vec::new();
+        if !self.real_dirs_exist()? {
+            return Ok(out);
+        }
         let objects = self.objects_dir();
-        let shards = match fs::read_dir(objects) {
-            Ok(s) => s,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
-            Err(e) => return Err(StoreError::io("list", objects)(e)),
-        };
+        let shards = fs::read_dir(objects).map_err(StoreError::io("list", objects))?;
         for shard in shards {
             let shard = shard.map_err(StoreError::io("list", objects))?;
             let Some(prefix) = shard.file_name().to_str().map(str::to_owned) else {
@@ -457,7 +485,7 @@ impl Store {
                 let path = entry.path();
                 let bytes = match encoding {
                     Encoding::Raw => meta.len(),
-                    Encoding::Zstd => read_trailer(&path).unwrap_or(0),
+                    Encoding::Zstd => read_trailer(self.root(), &path).unwrap_or(0),
                 };
                 out.push(StoredObject {
                     id,
@@ -476,8 +504,39 @@ impl Store {
     }
 }
 
-fn read_trailer(path: &Path) -> Option<u64> {
-    let mut f = open_regular(path).ok()?;
+impl Store {
+    /// Whether the root, `v1` and `v1/objects` exist, each a real directory.
+    /// A store that does not exist yet is empty.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Symlink`] or [`StoreError::WrongKind`] when one of them
+    /// is a link or not a directory: the store never lists through a link.
+    pub(crate) fn real_dirs_exist(&self) -> Result<bool, StoreError> {
+        for dir in [self.root(), &self.0.base, self.objects_dir()] {
+            match fs::symlink_metadata(dir) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(StoreError::Symlink {
+                        path: dir.to_path_buf(),
+                    })
+                }
+                Ok(m) if !m.is_dir() => {
+                    return Err(StoreError::WrongKind {
+                        path: dir.to_path_buf(),
+                        expected: "directory",
+                    })
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+                Err(e) => return Err(StoreError::io("inspect", dir)(e)),
+            }
+        }
+        Ok(true)
+    }
+}
+
+fn read_trailer(root: &Path, path: &Path) -> Option<u64> {
+    let mut f = open_regular(root, path).ok()?;
     let mut t = [0u8; TRAILER_LEN];
     f.seek(SeekFrom::End(-(TRAILER_LEN as i64))).ok()?;
     f.read_exact(&mut t).ok()?;

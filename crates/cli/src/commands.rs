@@ -243,9 +243,23 @@ fn verify(store: &Store, args: VerifyArgs, quiet: bool) -> Result<i32> {
                 });
             out.push_str(&format!("corrupt {}: {} ({to})\n", c.id, c.reason));
         }
+        for m in &report.not_regular {
+            let to = m
+                .quarantined
+                .as_ref()
+                .map_or("could not be moved".to_string(), |p| {
+                    format!("moved to {}", p.display())
+                });
+            out.push_str(&format!(
+                "not a regular object: {} is a {} ({to})\n",
+                m.path.display(),
+                m.kind
+            ));
+        }
         emit(out.as_bytes())?;
     }
-    Ok(if report.corrupt.is_empty() { 0 } else { 1 })
+    let clean = report.corrupt.is_empty() && report.not_regular.is_empty();
+    Ok(if clean { 0 } else { 1 })
 }
 
 fn gc(store: &Store, args: GcArgs, quiet: bool) -> Result<i32> {
