@@ -68,8 +68,8 @@ pub struct GcOptions {
     pub max_bytes: Option<u64>,
     /// Remove objects not used for longer than this.
     pub max_age: Option<Duration>,
-    /// Never remove these.
-    pub keep: HashSet<ContentId>,
+    /// Never remove what these refer to.
+    pub keep: References,
     /// Report what would be removed, remove nothing.
     pub dry_run: bool,
     /// How old an unlocked temp file must be to be removed.
@@ -340,7 +340,7 @@ impl Store {
         let n = objects.len();
         for (i, obj) in objects.into_iter().enumerate() {
             progress(i + 1, n);
-            if opts.keep.contains(&obj.id) {
+            if opts.keep.keeps(&obj.id) {
                 report.kept_referenced += 1;
                 continue;
             }
@@ -448,21 +448,87 @@ impl Store {
     }
 }
 
-/// Every content id mentioned in `text` (`blake3:` and 64 hex digits), such
-/// as the references in a session log.
-pub fn referenced_ids(text: &str) -> HashSet<ContentId> {
-    let mut out = HashSet::new();
-    let mut rest = text;
-    while let Some(i) = rest.find("blake3:") {
-        let after = &rest[i + 7..];
-        if let Some(hex) = after.get(..64) {
-            if let Ok(id) = ContentId::from_hex(hex) {
-                out.insert(id);
-            }
-        }
-        rest = after;
+/// The objects a text refers to, in every form a notice can print: a full
+/// id (`blake3:` and 64 hex digits), a short one (`blake3:` and at least
+/// [`MIN_PREFIX_DIGITS`](super::MIN_PREFIX_DIGITS) hex digits), or an
+/// object's path (`…/objects/<h0h1>/<h2…h63>[.zst]`).
+///
+/// # Examples
+///
+/// ```
+/// use spillway::store::References;
+/// use spillway::ContentId;
+/// let id = ContentId::of(b"x");
+/// let hex = id.to_hex();
+/// let log = format!("read it at /cache/v1/objects/{}/{}.zst", &hex[..2], &hex[2..]);
+/// assert!(References::scan(&log).keeps(&id));
+/// assert!(References::scan(&format!("see blake3:{}", &hex[..12])).keeps(&id));
+/// assert!(!References::scan("nothing here").keeps(&id));
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct References {
+    ids: HashSet<ContentId>,
+    prefixes: Vec<super::IdPrefix>,
+}
+
+impl References {
+    /// Every reference in `text`.
+    pub fn scan(text: &str) -> Self {
+        let mut r = References::default();
+        r.add_text(text);
+        r
     }
-    out
+
+    /// Adds the references in `text`.
+    pub fn add_text(&mut self, text: &str) {
+        let hex_run = |s: &str| {
+            s.bytes()
+                .take_while(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+                .count()
+        };
+        let mut rest = text;
+        while let Some(i) = rest.find("blake3:") {
+            let after = &rest[i + 7..];
+            let n = hex_run(after).min(64);
+            if n == 64 {
+                if let Ok(id) = ContentId::from_hex(&after[..64]) {
+                    self.ids.insert(id);
+                }
+            } else if let Ok(p) = after[..n].parse::<super::IdPrefix>() {
+                self.prefixes.push(p);
+            }
+            rest = after;
+        }
+        let mut rest = text;
+        while let Some(i) = rest.find("objects/") {
+            let after = &rest[i + 8..];
+            if hex_run(after) == 2
+                && after.as_bytes().get(2) == Some(&b'/')
+                && hex_run(&after[3..]) >= 62
+            {
+                if let Ok(id) = ContentId::from_hex(&format!("{}{}", &after[..2], &after[3..65])) {
+                    self.ids.insert(id);
+                }
+            }
+            rest = after;
+        }
+    }
+
+    /// Adds one id.
+    pub fn insert(&mut self, id: ContentId) {
+        self.ids.insert(id);
+    }
+
+    /// Whether the text referred to `id`. A short id keeps every object it
+    /// could mean.
+    pub fn keeps(&self, id: &ContentId) -> bool {
+        self.ids.contains(id) || self.prefixes.iter().any(|p| p.matches(id))
+    }
+
+    /// Whether nothing was referred to.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty() && self.prefixes.is_empty()
+    }
 }
 
 #[cfg(test)]
@@ -565,15 +631,19 @@ mod tests {
     }
 
     #[test]
-    fn referenced_ids_are_found_anywhere_in_text() {
-        let a = ContentId::of(b"a");
-        let b = ContentId::of(b"b");
+    fn references_are_found_in_every_form_anywhere_in_text() {
+        let [a, b, c, d, e] = [b"a", b"b", b"c", b"d", b"e"].map(|x| ContentId::of(x));
+        let (ch, dh) = (c.to_hex(), d.to_hex());
         let text = format!(
-            "{{\"x\":\"{a}\"}}\nnoise blake3:zz {b} blake3:{}",
-            &a.to_hex()[..10]
+            "{{\"x\":\"{a}\"}}\nnoise blake3:zz {b} blake3:{}; at /s/v1/objects/{}/{}.zst, /s/v1/objects/{}/{}",
+            &ch[..10], &dh[..2], &dh[2..], &ch[..2], &ch[2..40]
         );
-        let ids = referenced_ids(&text);
-        assert_eq!(ids.len(), 2);
-        assert!(ids.contains(&a) && ids.contains(&b));
+        let r = References::scan(&text);
+        for id in [a, b, c, d] {
+            assert!(r.keeps(&id), "{id}");
+        }
+        assert!(!r.keeps(&e));
+        // Too short to be an id: not a reference.
+        assert!(References::scan(&format!("blake3:{}", &e.to_hex()[..7])).is_empty());
     }
 }

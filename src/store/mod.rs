@@ -67,7 +67,7 @@ mod write;
 pub use crash::{CrashKind, CrashModel};
 pub use id::{ContentId, IdError, IdPrefix, MIN_PREFIX_DIGITS};
 pub use maintain::{
-    referenced_ids, CorruptObject, GcOptions, GcReport, Misplaced, Stats, VerifyReport,
+    CorruptObject, GcOptions, GcReport, Misplaced, References, Stats, VerifyReport,
     DEFAULT_TEMP_GRACE,
 };
 pub use object::{Durability, Encoding, StoredObject, WriteOptions};

@@ -1,6 +1,5 @@
 //! The commands.
 
-use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::process::ExitStatusExt;
@@ -9,7 +8,7 @@ use std::time::SystemTime;
 
 use anyhow::{anyhow, Context, Result};
 use serde_json::json;
-use spillway::store::referenced_ids;
+use spillway::store::References;
 use spillway::{
     ByteRange, ByteSize, ContentId, GcOptions, HumanDuration, IdPrefix, LineRange, Outcome,
     Selection, Spiller, Store,
@@ -263,10 +262,10 @@ fn verify(store: &Store, args: VerifyArgs, quiet: bool) -> Result<i32> {
 }
 
 fn gc(store: &Store, args: GcArgs, quiet: bool) -> Result<i32> {
-    let mut keep = HashSet::new();
+    let mut keep = References::default();
     for path in &args.keep_referenced_by {
         let bytes = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
-        keep.extend(referenced_ids(&String::from_utf8_lossy(&bytes)));
+        keep.add_text(&String::from_utf8_lossy(&bytes));
     }
     let mut opts = GcOptions::default();
     opts.max_bytes = args.max_bytes.map(ByteSize::get);

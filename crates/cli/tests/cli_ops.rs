@@ -238,6 +238,77 @@ fn ls_and_stats_describe_the_store() {
     assert_eq!(text.lines().count(), 4);
 }
 
+/// Every form a notice template can print protects its object: the full
+/// id, the object's path, and a short id.
+#[test]
+fn gc_keeps_objects_a_log_names_by_path_or_by_short_id() {
+    let (d, s) = store();
+    let config = d.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[policy.notice]\nstored = \"Full output: {path}\"\n",
+    )
+    .unwrap();
+    let with_config = |args: &[&str], input: &[u8]| {
+        let mut all = vec!["--config", config.to_str().unwrap()];
+        all.extend_from_slice(args);
+        sp_in(&s, &all, input)
+    };
+    let by_path = json(&with_config(
+        &["apply", "--json"],
+        "by path\n".repeat(9000).as_bytes(),
+    ));
+    let path = by_path["spill"]["path"].as_str().unwrap().to_owned();
+    assert!(by_path["content"].as_str().unwrap().contains(&path));
+    assert!(!by_path["content"].as_str().unwrap().contains("blake3:"));
+    let short = json(&sp_in(
+        &s,
+        &["apply", "--json"],
+        "by short id\n".repeat(9000).as_bytes(),
+    ));
+    let short_id = short["spill"]["id"].as_str().unwrap()[..7 + 12].to_owned();
+    let unnamed = json(&sp_in(
+        &s,
+        &["apply", "--json"],
+        "nobody\n".repeat(9000).as_bytes(),
+    ));
+    let session = d.path().join("session.jsonl");
+    std::fs::write(
+        &session,
+        format!(
+            "{}\n{{\"see\":\"{short_id}\"}}\n",
+            serde_json::json!({ "content": by_path["content"] })
+        ),
+    )
+    .unwrap();
+    let out = sp(
+        &s,
+        &[
+            "gc",
+            "--max-age",
+            "0s",
+            "--keep-referenced-by",
+            session.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json(&out);
+    assert_eq!(report["kept_referenced"], 2, "{report}");
+    let removed: Vec<&str> = report["removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(removed, [unnamed["spill"]["id"].as_str().unwrap()]);
+    assert!(Path::new(&path).exists());
+}
+
 #[test]
 fn gc_honours_the_quota_the_age_and_session_references() {
     let (d, s) = store();
