@@ -546,6 +546,19 @@ pub struct PolicyConfig {
 impl PolicyConfig {
     /// Lays the fields that are set in `over` on top of `self`.
     pub fn merge(&mut self, over: PolicyConfig) {
+        // A later layer overrides, never conflicts: `compression = none`
+        // drops an earlier level, and a level alone (`--level 3` over a file
+        // that says `none`) asks for zstd. Within one layer both together
+        // still conflict, and `build` says so.
+        if over.compression == Some(CompressionKind::None) && over.zstd_level.is_none() {
+            self.zstd_level = None;
+        }
+        if over.zstd_level.is_some()
+            && over.compression.is_none()
+            && self.compression == Some(CompressionKind::None)
+        {
+            self.compression = Some(CompressionKind::Zstd);
+        }
         macro_rules! take {
             ($($f:ident),*) => { $( if over.$f.is_some() { self.$f = over.$f; } )* };
         }

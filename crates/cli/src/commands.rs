@@ -16,20 +16,22 @@ use spillway::{
 use spillway_process::{pump, spawn_merged, widen_pipe};
 
 use super::args::{
-    ApplyArgs, Cli, Command, ConfigArgs, GcArgs, JsonArg, PolicyArgs, RunArgs, ShowArgs, VerifyArgs,
+    ApplyArgs, Cli, Command, ConfigArgs, GcArgs, JsonArg, RunArgs, ShowArgs, VerifyArgs,
 };
 use super::config::{self, Effective};
 use super::emit;
 use super::progress::Progress;
 
 pub fn run(cli: Cli) -> Result<i32> {
+    // Only the commands that apply a policy read policy settings: gc,
+    // verify, show, ls and stats work while a harness's settings are wrong.
     let flags = match &cli.command {
-        Command::Apply(a) => a.policy.to_config(),
-        Command::Run(a) => a.policy.to_config(),
-        Command::Config(a) => a.policy.to_config(),
-        _ => PolicyArgs::default().to_config(),
+        Command::Apply(a) => Some(a.policy.to_config()),
+        Command::Run(a) => Some(a.policy.to_config()),
+        Command::Config(a) => Some(a.policy.to_config()),
+        _ => None,
     };
-    let eff = config::load(cli.store, cli.config, &flags)?;
+    let eff = config::load(cli.store, cli.config, flags.as_ref())?;
     let store = Store::open(&eff.store).context("store")?;
     let quiet = cli.quiet;
     match cli.command {
@@ -57,7 +59,7 @@ fn stream(
 }
 
 fn spiller(eff: &Effective, store: &Store) -> Result<Spiller> {
-    Spiller::new(eff.policy.clone(), store.clone()).context("policy")
+    Spiller::new(eff.policy()?.clone(), store.clone()).context("policy")
 }
 
 /// Finishes a stage; a store failure in fail mode still yields the preview.
@@ -335,8 +337,13 @@ fn stats(store: &Store, args: JsonArg) -> Result<i32> {
     Ok(0)
 }
 
+/// A TOML basic string, escaped.
+fn toml_string(text: &str) -> String {
+    toml::Value::String(text.to_owned()).to_string()
+}
+
 fn show_config(eff: &Effective, args: ConfigArgs) -> Result<i32> {
-    let values = match serde_json::to_value(eff.policy.to_config())? {
+    let values = match serde_json::to_value(eff.policy()?.to_config())? {
         serde_json::Value::Object(m) => m,
         _ => serde_json::Map::new(),
     };
@@ -366,18 +373,34 @@ fn show_config(eff: &Effective, args: ConfigArgs) -> Result<i32> {
         eff.store_source.to_string(),
     ));
     out.push_str("\n[policy]\n");
+    let source = |k: &str| {
+        eff.sources
+            .get(k)
+            .map_or("default".to_string(), ToString::to_string)
+    };
+    let mut notice = None;
     for (k, v) in &values {
-        let shown = match (k.as_str(), v.as_u64()) {
-            ("max_inline_bytes" | "max_spill_bytes", Some(n)) => {
-                format!("\"{}\"", ByteSize::new(n).to_string().replace(' ', ""))
+        let shown = match (k.as_str(), v) {
+            ("notice", serde_json::Value::Object(t)) => {
+                notice = Some(t);
+                continue;
             }
+            ("max_inline_bytes" | "max_spill_bytes", serde_json::Value::Number(n)) => {
+                let n = n.as_u64().unwrap_or_default();
+                toml_string(&ByteSize::new(n).to_string().replace(' ', ""))
+            }
+            (_, serde_json::Value::String(text)) => toml_string(text),
             _ => v.to_string(),
         };
-        let src = eff
-            .sources
-            .get(k)
-            .map_or("default".to_string(), ToString::to_string);
-        out.push_str(&line(k, shown, src));
+        out.push_str(&line(k, shown, source(k)));
+    }
+    // Templates as a TOML table, so that the output loads back as it is.
+    if let Some(t) = notice {
+        out.push_str("\n[policy.notice]\n");
+        for (k, v) in t {
+            let text = v.as_str().unwrap_or_default();
+            out.push_str(&line(k, toml_string(text), source("notice")));
+        }
     }
     emit(out.as_bytes())?;
     Ok(0)

@@ -31,12 +31,13 @@ impl fmt::Display for Source {
     }
 }
 
-/// The config file's shape.
+/// The config file's shape. The policy table is read only by commands that
+/// apply a policy, so that maintenance works while it is wrong.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileConfig {
     store: Option<PathBuf>,
-    policy: Option<PolicyConfig>,
+    policy: Option<toml::Table>,
 }
 
 /// The policy fields and the environment variable for each.
@@ -56,9 +57,19 @@ pub struct Effective {
     pub store: PathBuf,
     pub store_source: Source,
     pub config_file: Option<PathBuf>,
-    pub policy: Policy,
+    /// The policy, for the commands that apply one (`None` for the rest).
+    pub policy: Option<Policy>,
     /// Field name to source, for every policy field.
     pub sources: BTreeMap<String, Source>,
+}
+
+impl Effective {
+    /// The policy; only commands that asked for one call this.
+    pub fn policy(&self) -> Result<&Policy> {
+        self.policy
+            .as_ref()
+            .ok_or_else(|| anyhow!("internal: this command was loaded without a policy"))
+    }
 }
 
 fn default_config_path() -> Option<PathBuf> {
@@ -127,11 +138,12 @@ fn env_layer() -> Result<(PolicyConfig, Vec<(String, String)>)> {
     Ok((merged, set))
 }
 
-/// Loads every layer and builds the policy.
+/// Loads every layer; builds the policy when `flags` is given (commands
+/// that apply a policy), and reads no policy setting otherwise.
 pub fn load(
     store_flag: Option<PathBuf>,
     config_flag: Option<PathBuf>,
-    flags: &PolicyConfig,
+    flags: Option<&PolicyConfig>,
 ) -> Result<Effective> {
     let (config_path, explicit) = match config_flag {
         Some(p) => (Some(p), true),
@@ -143,29 +155,39 @@ pub fn load(
     };
     let config_file = file.as_ref().and(config_path.clone());
 
-    let mut merged = PolicyConfig::default();
     let mut sources: BTreeMap<String, Source> = BTreeMap::new();
-    if let (Some(f), Some(path)) = (file.as_ref(), config_file.as_ref()) {
-        if let Some(p) = &f.policy {
-            for k in keys(p) {
-                sources.insert(k, Source::File(path.clone()));
+    let policy = match flags {
+        Some(flags) => {
+            let mut merged = PolicyConfig::default();
+            if let (Some(f), Some(path)) = (file.as_ref(), config_file.as_ref()) {
+                if let Some(table) = &f.policy {
+                    let p: PolicyConfig = table
+                        .clone()
+                        .try_into()
+                        .with_context(|| format!("config {}: [policy]", path.display()))?;
+                    for k in keys(&p) {
+                        sources.insert(k, Source::File(path.clone()));
+                    }
+                    merged.merge(p);
+                }
             }
-            merged.merge(p.clone());
+            let (env, env_set) = env_layer()?;
+            for (field, var) in env_set {
+                sources.insert(field, Source::Env(var));
+            }
+            merged.merge(env);
+            for k in keys(flags) {
+                sources.insert(k, Source::Flag);
+            }
+            merged.merge(flags.clone());
+            let policy = merged.build().context("policy")?;
+            for k in keys(&policy.to_config()) {
+                sources.entry(k).or_insert(Source::Default);
+            }
+            Some(policy)
         }
-    }
-    let (env, env_set) = env_layer()?;
-    for (field, var) in env_set {
-        sources.insert(field, Source::Env(var));
-    }
-    merged.merge(env);
-    for k in keys(flags) {
-        sources.insert(k, Source::Flag);
-    }
-    merged.merge(flags.clone());
-    let policy = merged.build().context("policy")?;
-    for k in keys(&policy.to_config()) {
-        sources.entry(k).or_insert(Source::Default);
-    }
+        None => None,
+    };
 
     let (store, store_source) = if let Some(s) = store_flag {
         (s, Source::Flag)

@@ -556,3 +556,162 @@ fn config_layers_file_then_env_then_flags_and_names_each_source() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// Later layers override earlier ones without conflict, and `config`'s
+/// output loads back as the same configuration.
+#[test]
+fn later_layers_override_and_config_output_loads_back() {
+    let (d, s) = store();
+    let file = d.path().join("config.toml");
+    std::fs::write(
+        &file,
+        "[policy]\nzstd_level = 3\nhead_percent = 20\n[policy.notice]\nstored = \"Full: {id} \\\"q\\\" {path}\"\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let value = |out: &Output, k: &str| json(out)["policy"][k]["value"].clone();
+    // A flag that says none drops the file's level.
+    let out = sp(
+        &s,
+        &["--config", f, "config", "--json", "--compress", "none"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(value(&out, "compression"), "none");
+    assert!(value(&out, "zstd_level").is_null());
+    // The same through the environment.
+    let out = bin()
+        .env("SPILLWAY_ZSTD_LEVEL", "3")
+        .args([
+            "--store",
+            s.to_str().unwrap(),
+            "config",
+            "--json",
+            "--compress",
+            "none",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A level over a file that says none asks for zstd.
+    let none = d.path().join("none.toml");
+    std::fs::write(&none, "[policy]\ncompression = \"none\"\n").unwrap();
+    let out = sp(
+        &s,
+        &[
+            "--config",
+            none.to_str().unwrap(),
+            "config",
+            "--json",
+            "--level",
+            "5",
+        ],
+    );
+    assert_eq!(value(&out, "compression"), "zstd");
+    assert_eq!(value(&out, "zstd_level"), 5);
+    // One layer that says both is still a conflict.
+    let both = d.path().join("both.toml");
+    std::fs::write(&both, "[policy]\ncompression = \"none\"\nzstd_level = 2\n").unwrap();
+    let out = sp(&s, &["--config", both.to_str().unwrap(), "config"]);
+    assert_eq!(out.status.code(), Some(1));
+
+    // `config > file` loads back as the same configuration.
+    let first = sp(&s, &["--config", f, "config"]);
+    assert!(first.status.success());
+    let again = d.path().join("again.toml");
+    std::fs::write(&again, &first.stdout).unwrap();
+    let a = json(&sp(&s, &["--config", f, "config", "--json"]));
+    let b = json(&sp(
+        &s,
+        &["--config", again.to_str().unwrap(), "config", "--json"],
+    ));
+    for k in [
+        "compression",
+        "zstd_level",
+        "head_percent",
+        "max_inline_bytes",
+        "notice",
+    ] {
+        assert_eq!(a["policy"][k]["value"], b["policy"][k]["value"], "{k}");
+    }
+    assert_eq!(
+        b["policy"]["notice"]["value"]["stored"],
+        "Full: {id} \"q\" {path}"
+    );
+}
+
+/// Maintenance works while the harness's policy settings are wrong; only
+/// the commands that apply a policy check it.
+#[test]
+fn a_bad_policy_setting_only_breaks_commands_that_apply_a_policy() {
+    let (d, s) = store();
+    let st = s.to_str().unwrap();
+    fill(&s, 1);
+    let bad_file = d.path().join("bad.toml");
+    std::fs::write(
+        &bad_file,
+        "[policy]\nhead_percent = 150\ncompression = \"brotli\"\n",
+    )
+    .unwrap();
+    let envs: [(&str, &str); 2] = [
+        ("SPILLWAY_HEAD_PERCENT", "150"),
+        ("SPILLWAY_COMPRESSION", "bogus"),
+    ];
+    for (var, val) in envs {
+        for cmd in [
+            &["ls"][..],
+            &["stats"],
+            &["verify"],
+            &["gc", "--max-bytes", "1GiB"],
+        ] {
+            let out = bin()
+                .env(var, val)
+                .args(["--store", st])
+                .args(cmd)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{var}={val} {cmd:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let out = bin()
+            .env(var, val)
+            .args(["--store", st, "apply"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{var}={val} apply");
+    }
+    for cmd in [&["ls"][..], &["stats"], &["verify"]] {
+        let out = bin()
+            .args(["--store", st, "--config", bad_file.to_str().unwrap()])
+            .args(cmd)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = bin()
+        .args([
+            "--store",
+            st,
+            "--config",
+            bad_file.to_str().unwrap(),
+            "apply",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("policy"));
+}
