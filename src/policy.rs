@@ -37,7 +37,7 @@ pub enum Compression {
     None,
     /// Objects are one zstd frame (plus a size trailer), at this level.
     Zstd {
-        /// The zstd level, 1 to 22 (or negative for the fast levels).
+        /// The zstd level, 1 to 22.
         level: i32,
     },
 }
@@ -449,7 +449,10 @@ impl PolicyBuilder {
             return Err(PolicyError::LevelWithoutZstd);
         }
         if let Compression::Zstd { level } = self.compression {
-            let range = zstd::compression_level_range();
+            // The documented levels, 1 to 22. zstd also takes 0 (its
+            // default, 3 in disguise) and negative "fast" levels, which
+            // compress worse than level 1 for no gain here.
+            let range = 1..=*zstd::compression_level_range().end();
             if !range.contains(&level) {
                 return Err(PolicyError::ZstdLevel {
                     got: level,
@@ -699,6 +702,18 @@ mod tests {
             (Policy::builder().max_spill_bytes(0).clone(), |e| {
                 matches!(e, PolicyError::SpillCeilingZero)
             }),
+            (
+                Policy::builder()
+                    .compression(Compression::Zstd { level: 0 })
+                    .clone(),
+                |e| matches!(e, PolicyError::ZstdLevel { got: 0, min: 1, .. }),
+            ),
+            (
+                Policy::builder()
+                    .compression(Compression::Zstd { level: -5 })
+                    .clone(),
+                |e| matches!(e, PolicyError::ZstdLevel { got: -5, .. }),
+            ),
             (
                 Policy::builder()
                     .compression(Compression::Zstd { level: 99 })

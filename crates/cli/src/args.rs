@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use spillway::{ByteSize, HumanDuration, PolicyConfig};
+use spillway::{ByteRange, ByteSize, HumanDuration, LineRange, PolicyConfig};
 
 /// Bounded, line-aware previews of large tool output, with the full output
 /// kept once in a private content-addressed store.
@@ -103,10 +103,10 @@ pub struct ShowArgs {
     pub id: String,
     /// Only lines A to B (1-based, inclusive; `A:` or `:B` leave an end open).
     #[arg(long, value_name = "A:B", conflicts_with = "bytes")]
-    pub lines: Option<String>,
+    pub lines: Option<LineRange>,
     /// Only bytes A to B (0-based, half-open; `A:` or `:B` leave an end open).
     #[arg(long, value_name = "A:B")]
-    pub bytes: Option<String>,
+    pub bytes: Option<ByteRange>,
 }
 
 #[derive(Args, Debug)]

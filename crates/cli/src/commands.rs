@@ -10,8 +10,7 @@ use anyhow::{anyhow, Context, Result};
 use serde_json::json;
 use spillway::store::References;
 use spillway::{
-    ByteRange, ByteSize, ContentId, GcOptions, HumanDuration, IdPrefix, LineRange, Outcome,
-    Selection, Spiller, Store,
+    ByteSize, ContentId, GcOptions, HumanDuration, IdPrefix, Outcome, Selection, Spiller, Store,
 };
 use spillway_process::{pump, spawn_merged, widen_pipe};
 
@@ -31,6 +30,12 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Config(a) => Some(a.policy.to_config()),
         _ => None,
     };
+    // A flag whose value is out of range is a bad argument (exit 2), told
+    // apart from a bad file or environment setting (exit 1).
+    if let Some(Err(e)) = flags.as_ref().map(spillway::PolicyConfig::build) {
+        eprintln!("spillway: invalid argument: {e} (see spillway --help)");
+        return Ok(2);
+    }
     let eff = config::load(cli.store, cli.config, flags.as_ref())?;
     let store = Store::open(&eff.store).context("store")?;
     let quiet = cli.quiet;
@@ -162,14 +167,17 @@ fn run_command(eff: &Effective, store: &Store, args: RunArgs) -> Result<i32> {
 fn show(store: &Store, args: ShowArgs) -> Result<i32> {
     let id: ContentId = match args.id.parse::<ContentId>() {
         Ok(id) => id,
-        Err(_) => {
-            let prefix: IdPrefix = args.id.parse()?;
-            store.resolve(&prefix)?
-        }
+        Err(_) => match args.id.parse::<IdPrefix>() {
+            Ok(prefix) => store.resolve(&prefix)?,
+            Err(e) => {
+                eprintln!("spillway: invalid argument: {e} (see spillway --help)");
+                return Ok(2);
+            }
+        },
     };
-    let sel = match (&args.lines, &args.bytes) {
-        (Some(l), _) => Selection::Lines(l.parse::<LineRange>()?),
-        (_, Some(b)) => Selection::Bytes(b.parse::<ByteRange>()?),
+    let sel = match (args.lines, args.bytes) {
+        (Some(l), _) => Selection::Lines(l),
+        (_, Some(b)) => Selection::Bytes(b),
         _ => Selection::All,
     };
     let bytes = store.read(&id, &sel)?;

@@ -35,10 +35,16 @@ fn run() -> i32 {
                     0
                 };
             }
-            // One line: clap's first line, without its "error: " prefix.
+            // One line: clap's first paragraph (which names what is missing
+            // or wrong), without its "error: " prefix.
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
+            let first: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            let first = first.join(" ");
+            let first = first.strip_prefix("error: ").unwrap_or(&first);
             eprintln!("spillway: {first} (see spillway --help)");
             return 2;
         }

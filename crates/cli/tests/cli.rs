@@ -195,35 +195,54 @@ fn apply_reads_files_and_dash_and_prints_the_text() {
 }
 
 #[test]
-fn bad_input_gets_one_line_errors_and_exit_status_1() {
+fn bad_input_gets_one_line_errors_exit_2_for_arguments_and_1_for_failures() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
     let full = "ab".repeat(32);
-    let cases: Vec<(Vec<&str>, &str)> = vec![
+    // (arguments, what the message says, exit status): 2 for a bad
+    // argument, 1 for a command that failed.
+    let cases: Vec<(Vec<&str>, &str, i32)> = vec![
         (
             vec!["show", "blake3:../../etc/passwd"],
             "invalid content id",
+            2,
         ),
-        (vec!["show", "BLAKE3:ABCDEF0123"], "invalid content id"),
-        (vec!["show", "0123abcd"], "no stored object"),
-        (vec!["show", &full], "no stored object"),
-        (vec!["apply", "--max-inline-bytes", "0"], "use at least"),
+        (vec!["show", "BLAKE3:ABCDEF0123"], "invalid content id", 2),
+        (vec!["show", "0123abcd"], "no stored object", 1),
+        (vec!["show", &full], "no stored object", 1),
+        (
+            vec!["show", "0123abcd", "--lines", "0:1"],
+            "numbered from 1",
+            2,
+        ),
+        (
+            vec!["show", "0123abcd", "--lines", "3:2"],
+            "end comes before",
+            2,
+        ),
+        (vec!["show"], "<ID>", 2),
+        (vec!["run"], "<CMD>", 2),
+        (vec!["apply", "--max-inline-bytes", "0"], "use at least", 2),
         (
             vec!["apply", "--max-inline-bytes", "65MiB"],
             "above the limit",
+            2,
         ),
-        (vec!["apply", "/no/such/file"], "open /no/such/file"),
-        (vec!["apply", "--head-percent", "150"], "head_percent"),
+        (vec!["apply", "/no/such/file"], "open /no/such/file", 1),
+        (vec!["apply", "--head-percent", "101"], "head_percent", 2),
         (
             vec!["apply", "--compress", "none", "--level", "3"],
             "compression is none",
+            2,
         ),
-        (vec!["apply", "--level", "99"], "zstd level"),
+        (vec!["apply", "--level", "99"], "zstd level", 2),
+        (vec!["apply", "--level", "0"], "zstd level", 2),
+        (vec!["apply", "--level=-1"], "zstd level", 2),
     ];
-    for (args, want) in cases {
+    for (args, want, code) in cases {
         let out = spillway(&store, &args, b"x");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
         assert!(
             err.starts_with("spillway: ") && err.contains(want),
             "{args:?}: {err}"
