@@ -11,7 +11,10 @@
 //! | `{omitted_bytes}`, `{omitted_lines}` | what the preview leaves out |
 //! | `{first_omitted_line}`, `{last_omitted_line}` | the omitted lines, 1-based, inclusive |
 //! | `{read_lines}` | `A:B`, the lines to read to see everything not shown |
+//! | `{read_bytes}` | `A:B`, the exact omitted bytes of the stored object, 0-based, half-open |
+//! | `{read_unit}`, `{read_range}` | `lines` and `{read_lines}`, or, when the cut falls inside one line (a minified JSON), `bytes` and `{read_bytes}` |
 //! | `{id}`, `{path}` | the stored object's content id and file path |
+//! | `{short_id}` | the id's first 16 hex digits (`blake3:0123456789abcdef`), which `spillway show` and `spill_read` resolve |
 //! | `{stored_bytes}`, `{unstored_bytes}` | how much of the input the object holds, and how much it does not |
 //! | `{error}` | why the output could not be stored (at most 160 bytes, one line) |
 //! | `{notes}` | extra facts, each starting with `; ` (invalid UTF-8, bytes not stored), or nothing |
@@ -19,6 +22,9 @@
 
 use std::fmt;
 use std::sync::Arc;
+
+/// The length of `{short_id}`: `blake3:` and 16 hex digits.
+pub const SHORT_ID_LEN: usize = 7 + 16;
 
 /// The longest `{error}` text a notice carries, in bytes.
 pub const MAX_ERROR_BYTES: usize = 160;
@@ -33,7 +39,11 @@ pub(crate) enum Var {
     FirstOmittedLine,
     LastOmittedLine,
     ReadLines,
+    ReadBytes,
+    ReadUnit,
+    ReadRange,
     Id,
+    ShortId,
     Path,
     StoredBytes,
     UnstoredBytes,
@@ -42,7 +52,7 @@ pub(crate) enum Var {
     Location,
 }
 
-const VARS: [(&str, Var); 14] = [
+const VARS: [(&str, Var); 18] = [
     ("total_bytes", Var::TotalBytes),
     ("total_lines", Var::TotalLines),
     ("omitted_bytes", Var::OmittedBytes),
@@ -50,7 +60,11 @@ const VARS: [(&str, Var); 14] = [
     ("first_omitted_line", Var::FirstOmittedLine),
     ("last_omitted_line", Var::LastOmittedLine),
     ("read_lines", Var::ReadLines),
+    ("read_bytes", Var::ReadBytes),
+    ("read_unit", Var::ReadUnit),
+    ("read_range", Var::ReadRange),
     ("id", Var::Id),
+    ("short_id", Var::ShortId),
     ("path", Var::Path),
     ("stored_bytes", Var::StoredBytes),
     ("unstored_bytes", Var::UnstoredBytes),
@@ -220,6 +234,9 @@ pub struct NoticeTemplates {
 impl NoticeTemplates {
     /// The default `omitted` template.
     pub const DEFAULT_OMITTED: &'static str = "[spillway: omitted lines {first_omitted_line}-{last_omitted_line} ({omitted_lines} lines, {omitted_bytes} bytes) of {total_lines} lines, {total_bytes} bytes{notes}. {location}]";
+    /// The longest a notice of the default templates gets for an input of
+    /// at most 64 MiB whose output was stored: 256 bytes.
+    pub const DEFAULT_STORED_MAX_LEN: usize = 256;
     /// The default `binary` template.
     pub const DEFAULT_BINARY: &'static str =
         "[spillway: binary output ({total_bytes} bytes) not shown{notes}. {location}]";
@@ -227,9 +244,22 @@ impl NoticeTemplates {
     pub const DEFAULT_LOSSY: &'static str = "[spillway: the output above is not valid UTF-8 ({total_bytes} bytes); invalid bytes are shown as U+FFFD{notes}. {location}]";
     /// The default `stored` template.
     pub const DEFAULT_STORED: &'static str =
-        "Full output: {id} at {path}; read it with: spillway show {id} --lines {read_lines}";
+        "Full output stored; read it with: spillway show {short_id} --{read_unit} {read_range}";
     /// The default `unsaved` template.
     pub const DEFAULT_UNSAVED: &'static str = "The full output could not be saved: {error}";
+
+    /// Whether any template prints `var`.
+    pub(crate) fn uses(&self, var: Var) -> bool {
+        [
+            &self.omitted,
+            &self.binary,
+            &self.lossy,
+            &self.stored,
+            &self.unsaved,
+        ]
+        .iter()
+        .any(|t| t.uses(var))
+    }
 
     pub(crate) fn validate(&self) -> Result<(), TemplateError> {
         if self.stored.uses(Var::Location) || self.unsaved.uses(Var::Location) {
@@ -270,7 +300,17 @@ pub(crate) enum Cut {
         omitted_lines: u64,
         first: u64,
         last: u64,
+        /// The omitted bytes of the input, `start..end`.
+        bytes: (u64, u64),
     },
+}
+
+impl Cut {
+    /// Whether a reader should ask for bytes rather than lines: the cut
+    /// falls inside one line, so its line holds far more than was omitted.
+    fn by_bytes(&self) -> bool {
+        matches!(self, Cut::Exact { first, last, .. } if first == last)
+    }
 }
 
 /// Everything a notice can say.
@@ -310,7 +350,7 @@ impl Facts<'_> {
     fn notes(&self, kind: Kind) -> String {
         let mut notes = String::new();
         if self.invalid_utf8 && kind == Kind::Omitted {
-            notes.push_str("; the output is not valid UTF-8: invalid bytes are shown as U+FFFD");
+            notes.push_str("; not UTF-8, invalid bytes shown as U+FFFD");
         }
         if self.unstored_bytes > 0 {
             use fmt::Write;
@@ -354,6 +394,12 @@ impl Facts<'_> {
                     Ok(())
                 }
                 (Var::ReadLines, Cut::Bound) => write!(out, "{}:{}", nines(line_w), nines(line_w)),
+                (Var::ReadBytes | Var::ReadRange, Cut::Bound) => {
+                    let w = line_w.max(digits(self.total_bytes));
+                    write!(out, "{}:{}", nines(w), nines(w))
+                }
+                // "lines" and "bytes" are equally long.
+                (Var::ReadUnit, Cut::Bound) => write!(out, "lines"),
                 (Var::OmittedBytes, Cut::Exact { omitted_bytes, .. }) => {
                     write!(out, "{omitted_bytes}")
                 }
@@ -363,8 +409,32 @@ impl Facts<'_> {
                 (Var::FirstOmittedLine, Cut::Exact { first, .. }) => write!(out, "{first}"),
                 (Var::LastOmittedLine, Cut::Exact { last, .. }) => write!(out, "{last}"),
                 (Var::ReadLines, Cut::Exact { first, last, .. }) => write!(out, "{first}:{last}"),
+                (Var::ReadBytes, Cut::Exact { bytes, .. }) => {
+                    write!(out, "{}:{}", bytes.0, bytes.1)
+                }
+                (Var::ReadUnit, cut) => {
+                    out.push_str(if cut.by_bytes() { "bytes" } else { "lines" });
+                    Ok(())
+                }
+                (
+                    Var::ReadRange,
+                    Cut::Exact {
+                        first, last, bytes, ..
+                    },
+                ) => {
+                    if self.cut.by_bytes() {
+                        write!(out, "{}:{}", bytes.0, bytes.1)
+                    } else {
+                        write!(out, "{first}:{last}")
+                    }
+                }
                 (Var::Id, _) => {
                     out.push_str(self.location.map_or("(none)", |(id, _)| id));
+                    Ok(())
+                }
+                (Var::ShortId, _) => {
+                    let id = self.location.map_or("(none)", |(id, _)| id);
+                    out.push_str(id.get(..SHORT_ID_LEN).unwrap_or(id));
                     Ok(())
                 }
                 (Var::Path, _) => {
@@ -419,13 +489,16 @@ pub(crate) fn worst_case_len(templates: &NoticeTemplates, path_len: usize) -> (u
     let mut worst = (0, 0);
     for kind in [Kind::Omitted, Kind::Binary, Kind::Lossy] {
         for location in [Ok((id.as_str(), path.as_str())), Err(error.as_str())] {
+            // An output that could not be stored has no stored part, so no
+            // note about bytes that were not stored (as the stage renders it).
+            let stored = if location.is_ok() { u64::MAX } else { 0 };
             let facts = Facts {
                 total_bytes: u64::MAX,
                 total_lines: u64::MAX,
                 cut: Cut::Bound,
                 location,
-                stored_bytes: u64::MAX,
-                unstored_bytes: u64::MAX,
+                stored_bytes: stored,
+                unstored_bytes: stored,
                 invalid_utf8: true,
             };
             let text = facts.render(templates, kind);
@@ -499,16 +572,69 @@ mod tests {
                 invalid_utf8: true,
             };
             let bound = base(Cut::Bound).render(&templates, Kind::Omitted).len();
-            let exact = base(Cut::Exact {
-                omitted_bytes: total_bytes,
-                omitted_lines: total_lines,
-                first: total_lines,
-                last: total_lines,
-            })
-            .render(&templates, Kind::Omitted)
-            .len();
-            assert!(exact <= bound, "{exact} > {bound}");
+            for first in [1, total_lines] {
+                let exact = base(Cut::Exact {
+                    omitted_bytes: total_bytes,
+                    omitted_lines: total_lines,
+                    first,
+                    last: total_lines,
+                    bytes: (total_bytes / 2, total_bytes),
+                })
+                .render(&templates, Kind::Omitted)
+                .len();
+                assert!(exact <= bound, "{exact} > {bound}");
+            }
         }
+    }
+
+    /// The default notice of a stored output fits in 256 bytes for any input
+    /// up to 64 MiB, invalid UTF-8 included, and points at one read command
+    /// with a short id; a cut inside one line asks for the exact bytes.
+    #[test]
+    fn the_default_notice_is_short_and_reads_the_right_unit() {
+        let templates = NoticeTemplates::default();
+        let id = format!("blake3:{}", "ab".repeat(32));
+        let max = 64u64 << 20;
+        let facts = |cut| Facts {
+            total_bytes: max,
+            total_lines: max,
+            cut,
+            location: Ok((
+                id.as_str(),
+                "/a/very/long/path/that/the/default/notice/never/prints",
+            )),
+            stored_bytes: max,
+            unstored_bytes: 0,
+            invalid_utf8: true,
+        };
+        let bound = facts(Cut::Bound).render(&templates, Kind::Omitted);
+        assert!(
+            bound.len() <= NoticeTemplates::DEFAULT_STORED_MAX_LEN,
+            "{} bytes: {bound}",
+            bound.len()
+        );
+        let lines = facts(Cut::Exact {
+            omitted_bytes: 500,
+            omitted_lines: 10,
+            first: 11,
+            last: 20,
+            bytes: (1000, 1500),
+        })
+        .render(&templates, Kind::Omitted);
+        assert!(
+            lines.contains("spillway show blake3:abababababababab --lines 11:20]"),
+            "{lines}"
+        );
+        assert!(!lines.contains("/a/very/long"));
+        let bytes = facts(Cut::Exact {
+            omitted_bytes: 7_000_000,
+            omitted_lines: 1,
+            first: 1,
+            last: 1,
+            bytes: (12_000, 7_012_000),
+        })
+        .render(&templates, Kind::Omitted);
+        assert!(bytes.ends_with("--bytes 12000:7012000]"), "{bytes}");
     }
 
     #[test]

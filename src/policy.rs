@@ -99,6 +99,11 @@ pub enum PolicyError {
         got: u64,
         /// The smallest budget that fits every notice.
         needed: u64,
+        /// Whether the notice also prints the store's object paths, which
+        /// `needed` does not count yet: the policy was checked without a
+        /// store ([`Spiller::new`](crate::Spiller::new) checks with one and
+        /// counts them).
+        plus_path: bool,
     },
     /// `max_inline_bytes` is above [`MAX_INLINE_BYTES_LIMIT`].
     BudgetTooLarge {
@@ -139,9 +144,17 @@ pub enum PolicyError {
 impl fmt::Display for PolicyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PolicyError::BudgetTooSmall { got, needed } => write!(
+            PolicyError::BudgetTooSmall {
+                got,
+                needed,
+                plus_path: false,
+            } => write!(
                 f,
                 "max_inline_bytes is {got}, but the notice alone can take {needed} bytes: use at least {needed}"
+            ),
+            PolicyError::BudgetTooSmall { got, needed, .. } => write!(
+                f,
+                "max_inline_bytes is {got}, but the notice alone can take {needed} bytes plus the length of an object path, which its templates print: use at least {needed} plus that length"
             ),
             PolicyError::BudgetTooLarge { got } => write!(
                 f,
@@ -288,6 +301,7 @@ impl Policy {
             return Err(PolicyError::BudgetTooSmall {
                 got: self.0.max_inline_bytes as u64,
                 needed,
+                plus_path: path_len == 0 && self.0.templates.uses(notice::Var::Path),
             });
         }
         if let Some(max) = self.0.max_inline_lines {

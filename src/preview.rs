@@ -386,6 +386,7 @@ pub(crate) fn build(input: &Input<'_>, limits: &Limits<'_>, place: &Place<'_>) -
             omitted_lines: input.total_lines,
             first: 1,
             last: input.total_lines,
+            bytes: (0, input.total_bytes),
         })
         .render(limits.templates, Kind::Binary);
         return Preview {
@@ -422,6 +423,7 @@ pub(crate) fn build(input: &Input<'_>, limits: &Limits<'_>, place: &Place<'_>) -
             omitted_lines: 0,
             first: 1,
             last: input.total_lines,
+            bytes: (0, input.total_bytes),
         })
         .render(limits.templates, Kind::Lossy);
         let sep = usize::from(!head_text.is_empty() && !head_text.ends_with('\n'));
@@ -491,6 +493,7 @@ pub(crate) fn build(input: &Input<'_>, limits: &Limits<'_>, place: &Place<'_>) -
         omitted_lines: last - first + 1,
         first,
         last,
+        bytes: (head_raw_end, tail_raw_start),
     };
     let notice = facts(cut).render(limits.templates, Kind::Omitted);
     debug_assert!(notice.len() <= bound.len());

@@ -153,40 +153,53 @@ pub fn expected(input: &[u8], budget: &Budget, place: Result<Where<'_>, &str>) -
     let notes = |omitted_kind: bool| {
         let mut s = String::new();
         if !valid && omitted_kind {
-            s += "; the output is not valid UTF-8: invalid bytes are shown as U+FFFD";
+            s += "; not UTF-8, invalid bytes shown as U+FFFD";
         }
         if unstored > 0 {
             s += &format!("; only the first {stored} bytes could be stored, the last {unstored} bytes were not");
         }
         s
     };
-    let notice =
-        |main: &str, omitted_kind: bool, ob: String, ol: String, first: String, last: String| {
-            let location = match &place {
-                Ok(w) => fill(
-                    t.stored.as_str(),
-                    &[
-                        ("id", w.id.into()),
-                        ("path", w.path.into()),
-                        ("read_lines", format!("{first}:{last}")),
-                    ],
-                ),
-                Err(e) => fill(t.unsaved.as_str(), &[("error", e.to_string())]),
-            };
-            fill(
-                main,
+    // `bytes`: the omitted byte range `A:B`; `by_bytes`: whether the read
+    // hint asks for bytes (a cut inside one line) rather than lines.
+    let notice = |main: &str,
+                  omitted_kind: bool,
+                  ob: String,
+                  ol: String,
+                  first: String,
+                  last: String,
+                  bytes: String,
+                  by_bytes: bool| {
+        let lines = format!("{first}:{last}");
+        let location = match &place {
+            Ok(w) => fill(
+                t.stored.as_str(),
                 &[
-                    ("first_omitted_line", first),
-                    ("last_omitted_line", last),
-                    ("omitted_lines", ol),
-                    ("omitted_bytes", ob),
-                    ("total_lines", total_lines.to_string()),
-                    ("total_bytes", total.to_string()),
-                    ("notes", notes(omitted_kind)),
-                    ("location", location),
+                    ("short_id", w.id[..7 + 16].into()),
+                    ("id", w.id.into()),
+                    ("path", w.path.into()),
+                    ("read_lines", lines.clone()),
+                    ("read_bytes", bytes.clone()),
+                    ("read_unit", if by_bytes { "bytes" } else { "lines" }.into()),
+                    ("read_range", if by_bytes { bytes } else { lines }),
                 ],
-            )
+            ),
+            Err(e) => fill(t.unsaved.as_str(), &[("error", e.to_string())]),
         };
+        fill(
+            main,
+            &[
+                ("first_omitted_line", first),
+                ("last_omitted_line", last),
+                ("omitted_lines", ol),
+                ("omitted_bytes", ob),
+                ("total_lines", total_lines.to_string()),
+                ("total_bytes", total.to_string()),
+                ("notes", notes(omitted_kind)),
+                ("location", location),
+            ],
+        )
+    };
     let base = Expected {
         spilled: true,
         content: String::new(),
@@ -207,6 +220,8 @@ pub fn expected(input: &[u8], budget: &Budget, place: Result<Where<'_>, &str>) -
             total_lines.to_string(),
             "1".into(),
             total_lines.to_string(),
+            format!("0:{total}"),
+            total_lines == 1,
         );
         return Expected {
             content,
@@ -247,6 +262,8 @@ pub fn expected(input: &[u8], budget: &Budget, place: Result<Where<'_>, &str>) -
             "0".into(),
             "1".into(),
             total_lines.to_string(),
+            format!("0:{total}"),
+            total_lines == 1,
         );
         let sep = usize::from(!text.is_empty() && !text.ends_with('\n'));
         if input.len() <= budget.bytes
@@ -265,6 +282,7 @@ pub fn expected(input: &[u8], budget: &Budget, place: Result<Where<'_>, &str>) -
     let w_bytes = total.to_string().len();
     let w_lines = total_lines.max(1).to_string().len();
     let nines = |w: usize| "9".repeat(w);
+    let w_range = w_bytes.max(w_lines);
     let bound = notice(
         t.omitted.as_str(),
         true,
@@ -272,6 +290,10 @@ pub fn expected(input: &[u8], budget: &Budget, place: Result<Where<'_>, &str>) -
         nines(w_lines),
         nines(w_lines),
         nines(w_lines),
+        format!("{}:{}", nines(w_range), nines(w_range)),
+        // The widest range either unit could print ("bytes" and "lines"
+        // are equally long): only the bound's length matters.
+        true,
     );
     let notice_lines = lines_of(bound.as_bytes());
     let limit = budget.bytes.min(input.len());
@@ -330,6 +352,8 @@ pub fn expected(input: &[u8], budget: &Budget, place: Result<Where<'_>, &str>) -
         (last - first + 1).to_string(),
         first.to_string(),
         last.to_string(),
+        format!("{head_raw}:{tail_raw}"),
+        first == last,
     );
     let mut content = text[..h].to_string();
     if h > 0 && !content.ends_with('\n') {

@@ -141,26 +141,46 @@ fn apply_json_obeys_every_rule_and_show_returns_the_exact_input() {
         let shown = spillway(&store, &["show", &id], b"");
         assert!(shown.status.success());
         assert_eq!(shown.stdout, input, "{name}: show");
-        // The notice's read command works as printed.
+        // The notice's read command works pasted as it is (it names the
+        // store), and reads exactly the omitted bytes, or the lines that
+        // hold them.
         if let Some([a, b]) = v["omitted_range"]
             .as_array()
             .map(|r| [r[0].as_u64().unwrap(), r[1].as_u64().unwrap()])
         {
             if !v["binary"].as_bool().unwrap() {
-                let range = format!("{a}:{b}");
-                assert!(
-                    v["content"]
-                        .as_str()
-                        .unwrap()
-                        .contains(&format!("--lines {range}")),
+                let content = v["content"].as_str().unwrap();
+                let hint = content
+                    .split("read it with: spillway ")
+                    .nth(1)
+                    .and_then(|rest| rest.split(']').next())
+                    .unwrap_or_else(|| panic!("{name}: no read hint in {content:?}"));
+                let args: Vec<&str> = hint.split(' ').collect();
+                assert_eq!(
+                    &args[..3],
+                    ["--store", store.to_str().unwrap(), "show"],
                     "{name}"
                 );
-                let part = spillway(&store, &["show", &id[7..20], "--lines", &range], b"");
+                assert!(id.starts_with(args[3]), "{name}: {hint}");
+                let by_bytes = args[4] == "--bytes";
+                if !by_bytes {
+                    assert_eq!(args[4..], ["--lines", &format!("{a}:{b}")], "{name}");
+                } else {
+                    assert_eq!(a, b, "{name}: bytes only for a cut inside one line");
+                }
+                let part = support::spillway_cmd().args(&args).output().unwrap();
                 assert!(
                     part.status.success(),
                     "{}",
                     String::from_utf8_lossy(&part.stderr)
                 );
+                if by_bytes {
+                    assert_eq!(
+                        part.stdout.len() as u64,
+                        v["omitted_bytes"].as_u64().unwrap(),
+                        "{name}"
+                    );
+                }
                 let omitted = v["omitted_bytes"].as_u64().unwrap() as usize;
                 assert!(
                     part.stdout.len() >= omitted,
