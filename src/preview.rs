@@ -450,9 +450,18 @@ pub(crate) fn build(input: &Input<'_>, limits: &Limits<'_>, place: &Place<'_>) -
 
     let bound = facts(Cut::Bound).render(limits.templates, Kind::Omitted);
     let notice_lines = count_lines(bound.as_bytes());
-    let limit = limits
-        .bytes
-        .min(usize::try_from(input.total_bytes).unwrap_or(usize::MAX));
+    // A preview is never longer than its input when the byte budget forces
+    // the cut. When only the line cap does (a short input of many lines),
+    // the notice alone may be longer than the input, and the tail still
+    // gets whatever room the byte budget leaves: errors are at the end.
+    let lines_forced = whole && limits.lines.is_some_and(|l| input.total_lines > l);
+    let limit = if lines_forced {
+        limits.bytes
+    } else {
+        limits
+            .bytes
+            .min(usize::try_from(input.total_bytes).unwrap_or(usize::MAX))
+    };
     let mut avail = limit.saturating_sub(bound.len() + 2);
     if whole {
         // Something must be omitted, or this would not be a preview.

@@ -257,6 +257,23 @@ fn a_failed_build_keeps_its_last_line() {
     assert!(o.content.ends_with("due to 2 previous errors\n"));
 }
 
+/// A line cap on a short input: the tail that decides the run is kept
+/// whenever it fits, and the oracle agrees.
+#[test]
+fn a_line_cap_on_a_short_input_keeps_the_tail() {
+    let (_dir, store) = temp_store();
+    for cap in [1, 2, 3] {
+        let policy = policy(32 * 1024, Some(cap + 1), 30, Compression::None);
+        let input = b"ok 1\nok 2\nok 3\nFAIL 4\n";
+        let sp = Spiller::new(policy.clone(), store.clone()).unwrap();
+        let o = sp.apply(input).unwrap();
+        check_rules(input, &policy, &o);
+        assert!(o.content.ends_with("FAIL 4\n"), "cap {cap}: {:?}", o.content);
+        assert_eq!(o.content.lines().count() as u64, cap + 1, "cap {cap}");
+        assert_eq!(observed(&o), expected(input, &policy, &store), "cap {cap}");
+    }
+}
+
 /// Each hazard at every position across the head's and the tail's cut
 /// points: the stage must cut exactly where the oracle does.
 #[test]

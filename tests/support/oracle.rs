@@ -296,7 +296,13 @@ pub fn expected(input: &[u8], budget: &Budget, place: Result<Where<'_>, &str>) -
         true,
     );
     let notice_lines = lines_of(bound.as_bytes());
-    let limit = budget.bytes.min(input.len());
+    let lines_forced =
+        input.len() <= budget.bytes && budget.lines.is_some_and(|l| total_lines > l);
+    let limit = if lines_forced {
+        budget.bytes
+    } else {
+        budget.bytes.min(input.len())
+    };
     let avail = limit
         .saturating_sub(bound.len() + 2)
         .min(n.saturating_sub(1));
