@@ -244,7 +244,7 @@ impl NoticeTemplates {
     pub const DEFAULT_LOSSY: &'static str = "[spillway: the output above is not valid UTF-8 ({total_bytes} bytes); invalid bytes are shown as U+FFFD{notes}. {location}]";
     /// The default `stored` template.
     pub const DEFAULT_STORED: &'static str =
-        "Full output stored; read it with: spillway show {short_id} --{read_unit} {read_range}";
+        "Output stored; read it with: spillway show {short_id} --{read_unit} {read_range}";
     /// The default `unsaved` template.
     pub const DEFAULT_UNSAVED: &'static str = "The full output could not be saved: {error}";
 

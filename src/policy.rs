@@ -24,6 +24,9 @@ pub const DEFAULT_MAX_INLINE_BYTES: usize = 32 << 10;
 /// gets the rest, and whatever the head leaves unused: errors are usually at
 /// the end.
 pub const DEFAULT_HEAD_PERCENT: u8 = 30;
+/// The largest `max_spill_bytes` a policy accepts: 16 GiB, the most any
+/// object may hold (see [`MAX_OBJECT_BYTES`](crate::store::MAX_OBJECT_BYTES)).
+pub const MAX_SPILL_BYTES_LIMIT: u64 = crate::store::MAX_OBJECT_BYTES;
 /// The default `max_spill_bytes`: 64 MiB.
 pub const DEFAULT_MAX_SPILL_BYTES: u64 = 64 << 20;
 /// The default zstd level.
@@ -121,6 +124,11 @@ pub enum PolicyError {
     HeadPercent(u64),
     /// `max_spill_bytes` is 0.
     SpillCeilingZero,
+    /// `max_spill_bytes` is above [`MAX_SPILL_BYTES_LIMIT`].
+    SpillCeilingTooLarge {
+        /// The ceiling asked for.
+        got: u64,
+    },
     /// The zstd level is outside the range the linked zstd accepts.
     ZstdLevel {
         /// The level asked for.
@@ -170,6 +178,10 @@ impl fmt::Display for PolicyError {
             PolicyError::SpillCeilingZero => {
                 f.write_str("max_spill_bytes is 0: it must be at least 1 byte")
             }
+            PolicyError::SpillCeilingTooLarge { got } => write!(
+                f,
+                "max_spill_bytes is {got}, above the limit of {MAX_SPILL_BYTES_LIMIT} (16 GiB)"
+            ),
             PolicyError::ZstdLevel { got, min, max } => {
                 write!(f, "zstd level {got} is outside {min}..={max}")
             }
@@ -455,6 +467,11 @@ impl PolicyBuilder {
         }
         if self.head_percent > 100 {
             return Err(PolicyError::HeadPercent(self.head_percent));
+        }
+        if self.max_spill_bytes > MAX_SPILL_BYTES_LIMIT {
+            return Err(PolicyError::SpillCeilingTooLarge {
+                got: self.max_spill_bytes,
+            });
         }
         if self.max_spill_bytes == 0 {
             return Err(PolicyError::SpillCeilingZero);

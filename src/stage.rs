@@ -201,6 +201,15 @@ impl TailRing {
         }
     }
 
+    fn last(&self) -> Option<u8> {
+        if self.buf.len() < self.cap {
+            self.buf.last().copied()
+        } else {
+            let i = (self.start + self.cap - 1) % self.cap;
+            self.buf.get(i).copied()
+        }
+    }
+
     fn into_vec(mut self) -> Vec<u8> {
         self.buf.rotate_left(self.start);
         self.buf
@@ -311,6 +320,15 @@ impl Stage {
         match &self.spill {
             Some(s) => s.measure.bytes(),
             None => self.head.len() as u64,
+        }
+    }
+
+    /// The last byte written so far, if any: a renderer that appends a
+    /// status line asks whether it needs a newline first.
+    pub fn last_byte(&self) -> Option<u8> {
+        match &self.spill {
+            Some(s) => s.tail.last(),
+            None => self.head.last().copied(),
         }
     }
 
@@ -524,6 +542,7 @@ mod tests {
                     r.push(c);
                 }
                 let want = &data[data.len().saturating_sub(cap)..];
+                assert_eq!(r.last(), data.last().copied(), "cap {cap} chunk {chunk}");
                 assert_eq!(r.into_vec(), want, "cap {cap} chunk {chunk}");
             }
         }

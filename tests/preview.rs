@@ -268,7 +268,11 @@ fn a_line_cap_on_a_short_input_keeps_the_tail() {
         let sp = Spiller::new(policy.clone(), store.clone()).unwrap();
         let o = sp.apply(input).unwrap();
         check_rules(input, &policy, &o);
-        assert!(o.content.ends_with("FAIL 4\n"), "cap {cap}: {:?}", o.content);
+        assert!(
+            o.content.ends_with("FAIL 4\n"),
+            "cap {cap}: {:?}",
+            o.content
+        );
         assert_eq!(o.content.lines().count() as u64, cap + 1, "cap {cap}");
         assert_eq!(observed(&o), expected(input, &policy, &store), "cap {cap}");
     }

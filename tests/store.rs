@@ -436,3 +436,27 @@ fn reads_never_pass_through_a_linked_directory_inside_the_store() {
         assert!(moved.exists());
     }
 }
+
+/// A zstd object whose trailer declares more than any object may hold is
+/// refused before anything is decompressed; `max_spill_bytes` has the same
+/// ceiling.
+#[test]
+fn a_trailer_declaring_more_than_any_object_holds_is_refused() {
+    let (_d, store) = temp_store();
+    let data = b"small\n".repeat(100);
+    let z = store.put(&data, relaxed(ZSTD)).unwrap();
+    let mut bytes = fs::read(&z.path).unwrap();
+    let n = bytes.len();
+    bytes[n - 8..].copy_from_slice(&(spillway::store::MAX_OBJECT_BYTES + 1).to_le_bytes());
+    fs::write(&z.path, bytes).unwrap();
+    let err = store.read(&z.id, &Selection::All).unwrap_err();
+    assert!(
+        err.to_string().contains("more than any object holds"),
+        "{err}"
+    );
+    let too_big = Policy::builder()
+        .max_spill_bytes(spillway::store::MAX_OBJECT_BYTES + 1)
+        .build()
+        .unwrap_err();
+    assert!(too_big.to_string().contains("above the limit"), "{too_big}");
+}

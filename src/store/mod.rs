@@ -71,7 +71,7 @@ pub use maintain::{
     DEFAULT_TEMP_GRACE,
 };
 pub use object::{Durability, Encoding, StoredObject, WriteOptions};
-pub use read::{ByteRange, LineRange, RangeError, Selection};
+pub use read::{ByteRange, LineRange, RangeError, ReadReport, Selection};
 #[cfg(feature = "test-seams")]
 pub use seam::FaultPlan;
 pub use seam::FaultPoint;
@@ -89,6 +89,11 @@ use serde::Serialize;
 
 use crate::sys;
 use seam::{Op, Seam};
+
+/// The most bytes one object may hold: 16 GiB. A zstd object whose trailer
+/// declares more is corrupt (a decompression bomb is refused before it is
+/// decompressed).
+pub const MAX_OBJECT_BYTES: u64 = 16 << 30;
 
 /// The layout version directory.
 pub const LAYOUT_VERSION: &str = "v1";

@@ -13,6 +13,9 @@ use super::{
 
 const READ_CHUNK: usize = 1 << 20;
 
+/// The largest zstd window a read accepts: 2^27 bytes, what level 22 uses.
+const MAX_WINDOW_LOG: u32 = 27;
+
 /// Lines `first` to `last`, 1-based and inclusive, as written `A:B`. Either
 /// end may be left out: `A:` reads to the end, `:B` from the start.
 ///
@@ -293,23 +296,103 @@ impl Store {
                 selector.out.clear();
             }
         })?;
-        let size = info.bytes;
-        let total_lines = newlines + u64::from(last.is_some_and(|b| b != b'\n'));
-        match *sel {
-            Selection::Bytes(r) if r.start > size => Err(StoreError::OutOfRange {
-                detail: format!(
-                    "byte range starts at byte {}, but {id} has {size} bytes",
-                    r.start
-                ),
-            }),
-            Selection::Lines(r) if r.first > total_lines.max(1) => Err(StoreError::OutOfRange {
-                detail: format!(
-                    "line range starts at line {}, but {id} has {total_lines} lines",
-                    r.first
-                ),
-            }),
-            _ => Ok(selector.out),
+        let report = ReadReport {
+            bytes: info.bytes,
+            lines: newlines + u64::from(last.is_some_and(|b| b != b'\n')),
+            written: selector.out.len() as u64,
+        };
+        check_range(id, sel, &report)?;
+        Ok(selector.out)
+    }
+
+    /// Writes part or all of an object to `out`, in bounded memory, and
+    /// says how large the object is, so that a caller can tell a range that
+    /// runs past its end. As with [`Store::read`], no byte is written before
+    /// the whole object has been checked against its id: a selection of up
+    /// to 8 MiB is held while the object is hashed; a larger one is written
+    /// in a second pass over the verified object (which is checked again).
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Store::read`], and an I/O error writing to `out`
+    /// ([`StoreError::Io`] with the op `"write output"`).
+    pub fn read_into(
+        &self,
+        id: &ContentId,
+        sel: &Selection,
+        out: &mut dyn io::Write,
+    ) -> Result<ReadReport, StoreError> {
+        const HOLD: usize = 8 << 20;
+        let mut selector = Selector {
+            sel: *sel,
+            pos: 0,
+            line: 1,
+            out: Vec::new(),
+        };
+        let mut newlines = 0u64;
+        let mut last = None;
+        let mut overflow = false;
+        let info = self.scan_good(id, &mut |chunk| match chunk {
+            Some(chunk) => {
+                newlines += bytecount::count(chunk, b'\n') as u64;
+                last = chunk.last().copied().or(last);
+                if !overflow {
+                    selector.feed(chunk);
+                    if selector.out.len() > HOLD {
+                        overflow = true;
+                        selector.out = Vec::new();
+                    }
+                }
+            }
+            None => {
+                (newlines, last, overflow) = (0, None, false);
+                (selector.pos, selector.line) = (0, 1);
+                selector.out.clear();
+            }
+        })?;
+        let report = ReadReport {
+            bytes: info.bytes,
+            lines: newlines + u64::from(last.is_some_and(|b| b != b'\n')),
+            written: 0,
+        };
+        check_range(id, sel, &report)?;
+        let write_err = |e: io::Error| StoreError::Io {
+            op: "write output",
+            path: PathBuf::from("-"),
+            source: e,
+        };
+        if !overflow {
+            out.write_all(&selector.out).map_err(write_err)?;
+            return Ok(ReadReport {
+                written: selector.out.len() as u64,
+                ..report
+            });
         }
+        // Second pass: stream the selection straight out of the verified
+        // object, a block at a time.
+        let mut streamer = Selector {
+            sel: *sel,
+            pos: 0,
+            line: 1,
+            out: Vec::new(),
+        };
+        let mut written = 0u64;
+        let mut failed = None;
+        self.scan(id, &info.path, info.encoding, &mut |chunk| {
+            if failed.is_some() {
+                return;
+            }
+            streamer.feed(chunk);
+            if let Err(e) = out.write_all(&streamer.out) {
+                failed = Some(e);
+            }
+            written += streamer.out.len() as u64;
+            streamer.out.clear();
+        })?;
+        if let Some(e) = failed {
+            return Err(write_err(e));
+        }
+        Ok(ReadReport { written, ..report })
     }
 
     /// Streams the one good object of this id through `f`: each encoding's
@@ -394,7 +477,14 @@ impl Store {
                     .and_then(|_| file.read_exact(&mut t))
                     .and_then(|_| file.rewind())
                     .map_err(StoreError::io("read", path))?;
-                Some(parse_trailer(&t).ok_or_else(|| corrupt("missing size trailer".into()))?)
+                let declared =
+                    parse_trailer(&t).ok_or_else(|| corrupt("missing size trailer".into()))?;
+                if declared > super::MAX_OBJECT_BYTES {
+                    return Err(corrupt(format!(
+                        "its trailer declares {declared} bytes, more than any object holds"
+                    )));
+                }
+                Some(declared)
             }
         };
         let mut hasher = blake3::Hasher::new();
@@ -402,10 +492,16 @@ impl Store {
         let mut total: u64 = 0;
         let mut reader: Box<dyn Read> = match encoding {
             Encoding::Raw => Box::new(file),
-            Encoding::Zstd => Box::new(
-                zstd::stream::read::Decoder::new(file)
-                    .map_err(|e| corrupt(format!("zstd: {e}")))?,
-            ),
+            Encoding::Zstd => {
+                let mut d = zstd::stream::read::Decoder::new(file)
+                    .map_err(|e| corrupt(format!("zstd: {e}")))?;
+                // A frame may ask for a window as large as its content (a
+                // foreign "single segment" frame of hundreds of MiB): refuse
+                // more than the largest window any zstd level writes, 128 MiB.
+                d.window_log_max(MAX_WINDOW_LOG)
+                    .map_err(|e| corrupt(format!("zstd: {e}")))?;
+                Box::new(d)
+            }
         };
         loop {
             let n = match reader.read(&mut buf) {
@@ -501,6 +597,61 @@ impl Store {
         }
         out.sort_by(|a, b| a.id.cmp(&b.id).then(a.path.cmp(&b.path)));
         Ok(out)
+    }
+}
+
+/// What [`Store::read_into`] read: the object's size, and how much of the
+/// selection it wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReadReport {
+    /// The object's bytes.
+    pub bytes: u64,
+    /// The object's lines (a last line without `\n` counts).
+    pub lines: u64,
+    /// Bytes written.
+    pub written: u64,
+}
+
+impl ReadReport {
+    /// The part of `sel` that lies past the object's end, as text for a
+    /// message (`"lines 91-120"`), or `None` when all of it is inside.
+    pub fn missing(&self, sel: &Selection) -> Option<String> {
+        match *sel {
+            Selection::Lines(r) => match r.last {
+                Some(last) if last > self.lines => {
+                    Some(format!("lines {}-{last}", self.lines.max(r.first - 1) + 1))
+                }
+                _ => None,
+            },
+            Selection::Bytes(r) => match r.end {
+                Some(end) if end > self.bytes => {
+                    Some(format!("bytes {}:{end}", self.bytes.max(r.start)))
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// A range that starts past the object's end is an error.
+fn check_range(id: &ContentId, sel: &Selection, size: &ReadReport) -> Result<(), StoreError> {
+    let (bytes, lines) = (size.bytes, size.lines);
+    match *sel {
+        Selection::Bytes(r) if r.start > bytes => Err(StoreError::OutOfRange {
+            detail: format!(
+                "byte range starts at byte {}, but {id} has {bytes} bytes",
+                r.start
+            ),
+        }),
+        Selection::Lines(r) if r.first > lines.max(1) => Err(StoreError::OutOfRange {
+            detail: format!(
+                "line range starts at line {}, but {id} has {lines} lines",
+                r.first
+            ),
+        }),
+        _ => Ok(()),
     }
 }
 

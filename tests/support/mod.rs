@@ -152,7 +152,9 @@ pub fn check_rules(input: &[u8], policy: &Policy, o: &Outcome) {
         // longer than the notice itself), unless only the line cap forced
         // the cut: then the tail still gets the room the bytes leave.
         let lines_forced = input.len() <= policy.max_inline_bytes()
-            && policy.max_inline_lines().is_some_and(|l| lines_of(input) > l);
+            && policy
+                .max_inline_lines()
+                .is_some_and(|l| lines_of(input) > l);
         if !lines_forced {
             assert!(content.len() <= input.len().max(middle.len() + 1));
         }

@@ -296,8 +296,7 @@ pub fn expected(input: &[u8], budget: &Budget, place: Result<Where<'_>, &str>) -
         true,
     );
     let notice_lines = lines_of(bound.as_bytes());
-    let lines_forced =
-        input.len() <= budget.bytes && budget.lines.is_some_and(|l| total_lines > l);
+    let lines_forced = input.len() <= budget.bytes && budget.lines.is_some_and(|l| total_lines > l);
     let limit = if lines_forced {
         budget.bytes
     } else {

@@ -212,8 +212,19 @@ fn show(store: &Store, args: ShowArgs) -> Result<i32> {
         (_, Some(b)) => Selection::Bytes(b),
         _ => Selection::All,
     };
-    let bytes = store.read(&id, &sel)?;
-    emit(&bytes)?;
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
+    let report = store.read_into(&id, &sel, &mut out)?;
+    io::Write::flush(&mut out)?;
+    // A range past the end (a notice's range into an object cut at
+    // max_spill_bytes) is said, not passed over.
+    if let Some(missing) = report.missing(&sel) {
+        eprintln!(
+            "spillway: show: {missing} are past the end of {id} ({} bytes, {} lines): the object holds only what was stored",
+            report.bytes, report.lines
+        );
+        return Ok(1);
+    }
     Ok(0)
 }
 

@@ -715,3 +715,47 @@ fn a_bad_policy_setting_only_breaks_commands_that_apply_a_policy() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("policy"));
 }
+
+/// A notice's range into an object cut at `max_spill_bytes` runs past what
+/// was stored: `show` writes what there is and says what is missing.
+#[test]
+fn show_says_when_a_range_runs_past_what_was_stored() {
+    let (_d, s) = store();
+    let input: String = (1..=20_000).map(|i| format!("line {i}\n")).collect();
+    let v = json(&sp_in(
+        &s,
+        &[
+            "apply",
+            "--json",
+            "--max-spill-bytes",
+            "4KiB",
+            "--compress",
+            "none",
+        ],
+        input.as_bytes(),
+    ));
+    assert_eq!(v["spill"]["truncated"], true);
+    let content = v["content"].as_str().unwrap();
+    assert!(
+        content.contains("only the first 4096 bytes could be stored"),
+        "{content}"
+    );
+    assert!(!content.contains("Full output"), "{content}");
+    let id = v["spill"]["id"].as_str().unwrap();
+    let [a, b] = [0, 1].map(|i| v["omitted_range"][i].as_u64().unwrap());
+    // The notice's range starts past the stored part: an error that says so.
+    let out = sp(&s, &["show", id, "--lines", &format!("{a}:{b}")]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("lines"), "{err}");
+    // A range that starts inside and runs past: what there is, and a word.
+    let out = sp(&s, &["show", id, "--lines", "460:480"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("past the end"), "{err}");
+    assert!(out.stdout.starts_with(b"line 460\n"));
+    // A range inside the object is fine.
+    let ok = sp(&s, &["show", id, "--lines", "1:3"]);
+    assert_eq!(ok.status.code(), Some(0));
+    assert_eq!(ok.stdout, b"line 1\nline 2\nline 3\n");
+}

@@ -47,7 +47,7 @@ use spillway::{Outcome, Spiller, Stage};
 /// The `stored` notice template for a registry that ships [`tools::SpillRead`]:
 /// it points the model at the tool it really has, not at a shell command.
 pub const SPILL_READ_STORED: &str =
-    "Full output stored; read it with spill_read(id=\"{short_id}\", {read_unit}=\"{read_range}\")";
+    "Output stored; read it with spill_read(id=\"{short_id}\", {read_unit}=\"{read_range}\")";
 
 /// Notice templates whose read hint is [`SPILL_READ_STORED`].
 ///

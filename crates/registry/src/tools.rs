@@ -47,7 +47,10 @@ impl Tool for Bash {
             .wait()
             .map_err(|e| ToolError::Failed(format!("wait: {e}")))?;
         if let Some(line) = status_line(status) {
-            let sep = if stage.bytes_written() > 0 { "\n" } else { "" };
+            let sep = match stage.last_byte() {
+                None | Some(b'\n') => "",
+                Some(_) => "\n",
+            };
             stage.feed(format!("{sep}{line}").as_bytes());
         }
         Ok(Rendered::Streamed(cx.finish(stage)?))

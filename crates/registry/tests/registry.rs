@@ -436,7 +436,18 @@ fn bash_reports_exit_status_and_signals() {
             json!({"command": "echo out; echo err >&2; exit 3"}),
         ))
         .unwrap();
-    assert_eq!(text(&r), "out\nerr\n\n[exit status 3]");
+    // No blank line before the status when the output ended its line, one
+    // newline when it did not.
+    assert_eq!(text(&r), "out\nerr\n[exit status 3]");
+    let r = h
+        .registry
+        .call(&ToolCall::new(
+            "c1b",
+            "bash",
+            json!({"command": "printf 'no newline'; exit 2"}),
+        ))
+        .unwrap();
+    assert_eq!(text(&r), "no newline\n[exit status 2]");
     let r = h
         .registry
         .call(&ToolCall::new(
