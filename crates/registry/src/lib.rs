@@ -340,6 +340,26 @@ fn text_of(blocks: &[Block]) -> Option<String> {
     Some(out)
 }
 
+/// The text of every text block, joined with newlines; `None` when there is
+/// no text block.
+fn joined_text(blocks: &[Block]) -> Option<String> {
+    let texts: Vec<&str> = blocks.iter().filter_map(Block::as_text).collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
+}
+
+/// `blocks` with its text blocks replaced by one block of `preview`, where
+/// the first text block was; every other block stays, in order.
+fn replace_text(blocks: Vec<Block>, preview: String) -> Vec<Block> {
+    let mut preview = Some(preview);
+    blocks
+        .into_iter()
+        .filter_map(|b| match b.as_text() {
+            Some(_) => preview.take().map(Block::text),
+            None => Some(b),
+        })
+        .collect()
+}
+
 impl Registry {
     /// A registry whose spill stage is `spiller`, recording to `log`.
     ///
@@ -354,11 +374,15 @@ impl Registry {
         spiller: Spiller,
         log: Arc<SessionLog>,
     ) -> Result<RegistryBuilder, spillway::PolicyError> {
-        let values = Policy::builder()
+        // The same policy but the budget: the same templates (a nested
+        // call's notice points at the registry's read tool too), the same
+        // compression, durability and store.
+        let mut values = spiller.policy().to_config().builder()?;
+        values
             .max_inline_bytes(spillway::policy::MAX_INLINE_BYTES_LIMIT as u64)
-            .compression(spiller.policy().compression())
-            .durability(spiller.policy().durability())
-            .build()?;
+            .max_inline_lines(None)
+            .templates(spiller.policy().templates().clone());
+        let values = values.build()?;
         let values = Spiller::new(values, spiller.store().clone())?;
         Ok(RegistryBuilder {
             inner: Registry {
@@ -448,11 +472,14 @@ impl Registry {
                 meta.spills.extend(o.spill.map(|s| s.id));
             }
             None if !self.skip.contains(&call.tool) => {
-                if let Some(text) = text_of(&content) {
+                // The text blocks, whatever else the result holds: together
+                // they are bounded by the budget; other blocks (images,
+                // audio) pass untouched, in their places.
+                if let Some(text) = joined_text(&content) {
                     let o = finish_bounded(self.spiller.apply(text.as_bytes()));
                     meta.total_bytes = Some(o.0.total_bytes);
                     if o.0.spilled {
-                        content = vec![Block::text(o.0.content)];
+                        content = replace_text(content, o.0.content);
                     }
                     meta.spills.extend(o.0.spill.map(|s| s.id));
                     is_error |= o.1;

@@ -40,6 +40,21 @@ fn programs(code: &str, host: &mut CodeHost<'_, '_>) -> Result<Option<Value>, Co
             Ok(Some(Value::String(two)))
         }
         "nothing" => Ok(None),
+        "huge-bash" => {
+            let out = host
+                .call(
+                    "bash",
+                    json!({"command": "head -c 68000000 /dev/zero | tr '\\0' a; echo; echo tail"}),
+                )
+                .map_err(|e| host.fail(e))?;
+            let notice = out
+                .lines()
+                .find(|l| l.starts_with("[spillway"))
+                .unwrap_or("no notice")
+                .to_string();
+            host.log(format!("NESTED: {notice}"));
+            Ok(None)
+        }
         "empty-string" => Ok(Some(Value::String(String::new()))),
         "flood" => {
             for i in 0..100_000 {
@@ -112,18 +127,24 @@ impl Tool for Big {
     }
 }
 
+/// A caption (`args.caption_bytes` long, default short) and an image.
 struct Picture;
 impl Tool for Picture {
     fn name(&self) -> &str {
         "picture"
     }
-    fn execute(&self, _cx: &mut Cx<'_>, _args: &Value) -> Result<Rendered, ToolError> {
+    fn execute(&self, _cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
+        let caption = match args["caption_bytes"].as_u64() {
+            Some(n) => "caption line\n".repeat(n as usize / 13 + 1)[..n as usize].to_string(),
+            None => "a chart:".into(),
+        };
         Ok(Rendered::Blocks(vec![
-            Block::text("a chart:"),
+            Block::text(caption),
             Block::Image {
                 mime_type: "image/png".into(),
                 data: "A".repeat(200_000),
             },
+            Block::text("the end of the caption"),
         ]))
     }
 }
@@ -361,9 +382,54 @@ fn non_text_results_pass_untouched() {
         .registry
         .call(&ToolCall::new("c1", "picture", json!({})))
         .unwrap();
-    assert_eq!(r.content.len(), 2);
+    assert_eq!(r.content.len(), 3);
     assert!(matches!(&r.content[1], Block::Image { data, .. } if data.len() == 200_000));
     assert!(r.meta.spills.is_empty());
+}
+
+/// Text beside an image is bounded all the same: the text blocks together
+/// become one preview within the budget, the image passes untouched.
+#[test]
+fn text_beside_non_text_blocks_is_bounded() {
+    let h = harness(None);
+    let r = h
+        .registry
+        .call(&ToolCall::new(
+            "c1",
+            "picture",
+            json!({"caption_bytes": 1_000_000}),
+        ))
+        .unwrap();
+    assert_eq!(
+        r.content.len(),
+        2,
+        "{:?}",
+        r.content.iter().map(Block::as_text).collect::<Vec<_>>()
+    );
+    let preview = r.content[0].as_text().unwrap();
+    assert!(preview.len() <= 4096, "{}", preview.len());
+    assert!(preview.ends_with("the end of the caption"), "{preview}");
+    assert!(preview.contains("spill_read("));
+    assert!(matches!(&r.content[1], Block::Image { data, .. } if data.len() == 200_000));
+    assert_eq!(r.meta.spills.len(), 1);
+    let stored = h
+        .registry
+        .store()
+        .read(&r.meta.spills[0], &spillway::Selection::All)
+        .unwrap();
+    assert_eq!(stored.len(), 1_000_000 + 1 + "the end of the caption".len());
+}
+
+/// A nested call's own notice (its value is past even the values budget)
+/// points at the registry's read tool, not at a command the model lacks.
+#[test]
+fn nested_calls_use_the_registry_notice_templates() {
+    let h = harness(None);
+    let r = run_code(&h, "c1", "huge-bash");
+    let t = text(&r);
+    assert!(t.contains("NESTED:"), "{t}");
+    assert!(t.contains("spill_read("), "{t}");
+    assert!(!t.contains("spillway show"), "{t}");
 }
 
 #[test]
