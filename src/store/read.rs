@@ -138,6 +138,8 @@ struct Selector {
     pos: u64,
     line: u64,
     out: Vec<u8>,
+    /// Where the selected lines begin in the object.
+    line_start: u64,
 }
 
 impl Selector {
@@ -155,11 +157,20 @@ impl Selector {
                         .extend_from_slice(&chunk[(lo - start) as usize..(hi - start) as usize]);
                 }
             }
-            Selection::Lines(r) => self.feed_lines(chunk, r),
+            Selection::Lines(r) => self.feed_lines(chunk, start, r),
         }
     }
 
-    fn feed_lines(&mut self, chunk: &[u8], r: LineRange) {
+    /// Where the selection begins in the object, once it has been fed.
+    fn begins(&self) -> u64 {
+        match self.sel {
+            Selection::All => 0,
+            Selection::Bytes(r) => r.start.min(self.pos),
+            Selection::Lines(_) => self.line_start,
+        }
+    }
+
+    fn feed_lines(&mut self, chunk: &[u8], at: u64, r: LineRange) {
         let last = r.last.unwrap_or(u64::MAX);
         let mut i = 0;
         while i < chunk.len() && self.line <= last {
@@ -176,6 +187,7 @@ impl Selector {
                     .unwrap_or(rest.len() - 1);
                 self.line = r.first;
                 i += j + 1;
+                self.line_start = at + i as u64;
                 continue;
             }
             let need = last - self.line + 1;
@@ -281,6 +293,7 @@ impl Store {
             pos: 0,
             line: 1,
             out: Vec::new(),
+            line_start: 0,
         };
         let mut newlines = 0u64;
         let mut last = None;
@@ -292,7 +305,7 @@ impl Store {
             }
             None => {
                 (newlines, last) = (0, None);
-                (selector.pos, selector.line) = (0, 1);
+                (selector.pos, selector.line, selector.line_start) = (0, 1, 0);
                 selector.out.clear();
             }
         })?;
@@ -300,6 +313,7 @@ impl Store {
             bytes: info.bytes,
             lines: newlines + u64::from(last.is_some_and(|b| b != b'\n')),
             written: selector.out.len() as u64,
+            start: selector.begins(),
         };
         check_range(id, sel, &report)?;
         Ok(selector.out)
@@ -328,6 +342,7 @@ impl Store {
             pos: 0,
             line: 1,
             out: Vec::new(),
+            line_start: 0,
         };
         let mut newlines = 0u64;
         let mut last = None;
@@ -346,7 +361,7 @@ impl Store {
             }
             None => {
                 (newlines, last, overflow) = (0, None, false);
-                (selector.pos, selector.line) = (0, 1);
+                (selector.pos, selector.line, selector.line_start) = (0, 1, 0);
                 selector.out.clear();
             }
         })?;
@@ -354,6 +369,7 @@ impl Store {
             bytes: info.bytes,
             lines: newlines + u64::from(last.is_some_and(|b| b != b'\n')),
             written: 0,
+            start: selector.begins(),
         };
         check_range(id, sel, &report)?;
         let write_err = |e: io::Error| StoreError::Io {
@@ -375,6 +391,7 @@ impl Store {
             pos: 0,
             line: 1,
             out: Vec::new(),
+            line_start: 0,
         };
         let mut written = 0u64;
         let mut failed = None;
@@ -611,6 +628,8 @@ pub struct ReadReport {
     pub lines: u64,
     /// Bytes written.
     pub written: u64,
+    /// Where the selection begins in the object, in bytes from its start.
+    pub start: u64,
 }
 
 impl ReadReport {

@@ -100,39 +100,108 @@ impl Tool for SpillRead {
             (None, None) => Selection::All,
             (Some(_), Some(_)) => return Err(bad("give `lines` or `bytes`, not both".into())),
         };
-        let data = store
-            .read(&id, &sel)
+        let mut data = Vec::new();
+        let report = store
+            .read_into(&id, &sel, &mut data)
             .map_err(|e| ToolError::Failed(e.to_string()))?;
-        let text = String::from_utf8_lossy(&data);
         let budget = cx.policy().max_inline_bytes().saturating_sub(NOTE_ROOM);
-        if text.len() <= budget {
-            return Ok(Rendered::Blocks(vec![Block::text(text)]));
+        let fit = fit_lossy(&data, budget);
+        if fit == data.len() {
+            return Ok(Rendered::Blocks(vec![Block::text(
+                String::from_utf8_lossy(&data),
+            )]));
         }
-        let mut cut = budget;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        let whole = text[..cut].rfind('\n').map(|i| i + 1);
-        let (shown, note) = match (sel, whole) {
-            (Selection::Lines(r), Some(end)) => {
-                let shown_lines = text[..end].matches('\n').count() as u64;
-                let next = r.first + shown_lines;
-                let to = r.last.map_or(String::new(), |l| l.to_string());
-                (&text[..end], format!("[spill_read: showing lines {}-{}; continue with lines=\"{next}:{to}\"]", r.first, next - 1))
-            }
+        // Every continuation is an exact offset into the raw object: what is
+        // shown plus what the note points at is the selection, no byte
+        // skipped or repeated.
+        let start = report.start;
+        let end = start + data.len() as u64;
+        let whole_lines = match sel {
+            Selection::Bytes(_) => None,
+            _ => memchr::memrchr(b'\n', &data[..fit]).map(|i| i + 1),
+        };
+        let (shown, note) = match (sel, whole_lines) {
             (Selection::Bytes(r), _) => {
-                let next = r.start + cut as u64;
+                let next = r.start + fit as u64;
                 let to = r.end.map_or(String::new(), |e| e.to_string());
-                (&text[..cut], format!("\n[spill_read: showing {cut} bytes; continue with bytes=\"{next}:{to}\"]"))
+                (
+                    fit,
+                    format!(
+                        "\n[spill_read: showing bytes {}-{}; continue with bytes=\"{next}:{to}\"]",
+                        r.start, next
+                    ),
+                )
             }
-            (_, Some(end)) => {
-                let next = 1 + text[..end].matches('\n').count();
-                (&text[..end], format!("[spill_read: showing lines 1-{}; continue with lines=\"{next}:\"]", next - 1))
+            (_, Some(cut)) => {
+                let first = match sel {
+                    Selection::Lines(r) => r.first,
+                    _ => 1,
+                };
+                let next = first + memchr::memchr_iter(b'\n', &data[..cut]).count() as u64;
+                let to = match sel {
+                    Selection::Lines(r) => r.last.map_or(String::new(), |l| l.to_string()),
+                    _ => String::new(),
+                };
+                (cut, format!("[spill_read: showing lines {first}-{}; continue with lines=\"{next}:{to}\"]", next - 1))
             }
-            (_, None) => (&text[..cut], format!("\n[spill_read: a line longer than the budget; showing its first {cut} bytes; read the rest with bytes]")),
+            (_, None) => {
+                let next = start + fit as u64;
+                (fit, format!("\n[spill_read: a line longer than the budget; showing bytes {start}-{next}; continue with bytes=\"{next}:{end}\"]"))
+            }
         };
         Ok(Rendered::Blocks(vec![Block::text(format!(
-            "{shown}{note}"
+            "{}{note}",
+            String::from_utf8_lossy(&data[..shown])
         ))]))
+    }
+}
+
+/// The longest prefix of `data`, in raw bytes, whose lossy decoding (each
+/// invalid sequence shown as U+FFFD, 3 bytes) fits in `budget` bytes; it
+/// never ends inside a valid character.
+fn fit_lossy(data: &[u8], budget: usize) -> usize {
+    let (mut shown, mut raw) = (0, 0);
+    for chunk in data.utf8_chunks() {
+        let valid = chunk.valid();
+        if shown + valid.len() > budget {
+            let mut cut = budget - shown;
+            while !valid.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            return raw + cut;
+        }
+        shown += valid.len();
+        raw += valid.len();
+        let bad = chunk.invalid();
+        if !bad.is_empty() {
+            if shown + '\u{FFFD}'.len_utf8() > budget {
+                return raw;
+            }
+            shown += '\u{FFFD}'.len_utf8();
+            raw += bad.len();
+        }
+    }
+    raw
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit_lossy;
+
+    #[test]
+    fn fit_lossy_counts_replacements_and_never_splits_a_character() {
+        assert_eq!(fit_lossy(b"abc", 10), 3);
+        assert_eq!(fit_lossy(b"abc", 2), 2);
+        // Each invalid byte shows as 3 bytes.
+        assert_eq!(fit_lossy(&[0xFF; 10], 9), 3);
+        assert_eq!(fit_lossy(&[0xFF; 10], 10), 3);
+        // A 4-byte character is never split.
+        assert_eq!(fit_lossy("a😀b".as_bytes(), 4), 1);
+        assert_eq!(fit_lossy("a😀b".as_bytes(), 5), 5);
+        for budget in 0..40 {
+            let data = [b"ok \xFF\xFE ".as_slice(), "é😀".as_bytes(), b"\xF0\x9F"].concat();
+            let n = fit_lossy(&data, budget);
+            assert!(String::from_utf8_lossy(&data[..n]).len() <= budget);
+        }
     }
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use spillway::{Durability, Policy, Selection, Spiller, Store};
+use spillway::{ContentId, Durability, Policy, Selection, Spiller, Store};
 use spillway_registry::card::{cards, HostFrame};
 use spillway_registry::events::{replay, replay_file, Event, LogSync, SessionLog};
 use spillway_registry::run_code::{CodeHost, CodeRunFailed, RunCode, NO_OUTPUT};
@@ -754,4 +754,113 @@ fn code_mode_with_a_tiny_budget_shows_the_preview_and_spill_read_returns_everyth
     .unwrap();
     assert_eq!(got, full);
     assert!(got.ends_with("error: the last line matters"));
+}
+
+/// Follows `spill_read` continuations from `first` until a page has none;
+/// returns the raw bytes each page stands for, checking each page's text
+/// against them.
+fn follow_spill_read(h: &Harness, id: &ContentId, first: Value) -> Vec<u8> {
+    let store = h.registry.store();
+    let object = store.read(id, &Selection::All).unwrap();
+    let mut args = first;
+    let mut raw = Vec::new();
+    for call in 0..10_000 {
+        let mut a = args.clone();
+        a["id"] = json!(id.to_string());
+        let page = h
+            .registry
+            .call(&ToolCall::new(format!("r{call}"), "spill_read", a))
+            .unwrap();
+        assert!(!page.is_error, "{:?}", page.content);
+        let p = text(&page).to_string();
+        assert!(p.len() <= 4096, "{}", p.len());
+        let (body, next) = match p.rsplit_once("[spill_read: ") {
+            Some((body, note)) => {
+                let (unit, range) = if let Some(r) = note.split("bytes=\"").nth(1) {
+                    ("bytes", r)
+                } else {
+                    ("lines", note.split("lines=\"").nth(1).unwrap())
+                };
+                let range = range.trim_end_matches("\"]").to_string();
+                // A byte page's note starts on a line of its own; a line
+                // page ends with its last whole line.
+                let body = match unit {
+                    "bytes" => body.strip_suffix('\n').unwrap(),
+                    _ => body,
+                };
+                (body.to_string(), Some((unit, range)))
+            }
+            None => (p.clone(), None),
+        };
+        // The raw bytes this page shows: from where it started to where the
+        // continuation starts (or the end of the selection).
+        let sel = if let Some(b) = args.get("bytes") {
+            Selection::Bytes(b.as_str().unwrap().parse().unwrap())
+        } else {
+            Selection::Lines(args["lines"].as_str().unwrap().parse().unwrap())
+        };
+        let mut sink = Vec::new();
+        let rep = store.read_into(id, &sel, &mut sink).unwrap();
+        let page_end = match &next {
+            Some(("bytes", r)) => r.split(':').next().unwrap().parse::<usize>().unwrap(),
+            Some((_, r)) => {
+                let next_line: u64 = r.split(':').next().unwrap().parse().unwrap();
+                let before = store
+                    .read(
+                        id,
+                        &Selection::Lines(format!("1:{}", next_line - 1).parse().unwrap()),
+                    )
+                    .unwrap();
+                before.len()
+            }
+            None => (rep.start + rep.written) as usize,
+        };
+        let shown = &object[rep.start as usize..page_end];
+        assert_eq!(body, String::from_utf8_lossy(shown), "page {call}");
+        raw.extend_from_slice(shown);
+        match next {
+            Some((unit, range)) => args = json!({ unit: range }),
+            None => return raw,
+        }
+    }
+    panic!("spill_read never finished");
+}
+
+/// Continuations are exact raw offsets: followed from the start, the pages
+/// give back every byte once, on invalid UTF-8, one long line, and mixed
+/// text alike.
+#[test]
+fn spill_read_continuations_are_exact_raw_offsets() {
+    let h = harness(None);
+    let store = h.registry.store().clone();
+    let long_line = [
+        "x".repeat(50_000).into_bytes(),
+        b"\nafter 1\nafter 2\n".to_vec(),
+    ]
+    .concat();
+    let mixed: Vec<u8> = (0..3000)
+        .flat_map(|i| match i % 4 {
+            0 => "é😀 text\n".as_bytes().to_vec(),
+            1 => b"\xFF\xFE raw\n".to_vec(),
+            2 => b"plain line of output\n".to_vec(),
+            _ => b"\xF0\x9F\x98".to_vec(),
+        })
+        .collect();
+    for (name, object) in [
+        ("invalid", vec![0xFFu8; 20_000]),
+        ("long line", long_line),
+        ("mixed", mixed),
+    ] {
+        let opts = spillway::WriteOptions::raw().durability(Durability::Relaxed);
+        let id = store.put(&object, opts).unwrap().id;
+        for first in [json!({"bytes": "0:"}), json!({"lines": "1:"})] {
+            let got = follow_spill_read(&h, &id, first.clone());
+            assert!(
+                got == object,
+                "{name} from {first}: {} of {} bytes",
+                got.len(),
+                object.len()
+            );
+        }
+    }
 }
