@@ -460,3 +460,35 @@ fn a_trailer_declaring_more_than_any_object_holds_is_refused() {
         .unwrap_err();
     assert!(too_big.to_string().contains("above the limit"), "{too_big}");
 }
+
+/// Output zstd cannot shrink (already compressed, random) is stored raw
+/// under a zstd policy, so it costs what the raw path costs; text is still
+/// compressed, and either reads back exactly.
+#[test]
+fn incompressible_output_is_stored_raw_under_a_zstd_policy() {
+    let (_d, store) = temp_store();
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let random: Vec<u8> = (0..1 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let r = store.put(&random, relaxed(ZSTD)).unwrap();
+    assert_eq!(r.encoding, Encoding::Raw);
+    assert_eq!(r.stored_bytes, random.len() as u64);
+    assert_eq!(store.read(&r.id, &Selection::All).unwrap(), random);
+    let text = tool_output(31, 1 << 20);
+    let t = store.put(&text, relaxed(ZSTD)).unwrap();
+    assert_eq!(t.encoding, Encoding::Zstd);
+    assert!(t.stored_bytes * 3 < text.len() as u64);
+    // Through the stage too: the outcome says what the object is.
+    let p = policy(4096, None, 30, ZSTD);
+    let o = Spiller::new(p, store.clone())
+        .unwrap()
+        .apply(&random[..500_000])
+        .unwrap();
+    assert_eq!(o.spill.unwrap().encoding, Encoding::Raw);
+}

@@ -115,6 +115,12 @@ impl Write for FileSink {
     }
 }
 
+/// How much of an object's first data decides whether zstd pays.
+const SAMPLE: usize = 64 << 10;
+
+/// Below this, the sample says too little: small objects are compressed.
+const MIN_SAMPLE: usize = 4 << 10;
+
 /// Past this many bytes, a zstd object continues in a second frame
 /// compressed by worker threads. Starting workers costs a few hundred
 /// microseconds, which only pays off on large objects; small ones stay in
@@ -125,6 +131,8 @@ type ZstdEncoder = zstd::stream::write::Encoder<'static, FileSink>;
 
 enum Sink {
     Raw(FileSink),
+    /// zstd was asked for; the first data decides whether it pays.
+    Undecided(FileSink),
     Zstd {
         encoder: ZstdEncoder,
         level: i32,
@@ -183,13 +191,7 @@ impl ObjectWriter {
         };
         let sink = match opts.encoding() {
             Encoding::Raw => Sink::Raw(file),
-            Encoding::Zstd => Sink::Zstd {
-                encoder: ZstdEncoder::new(file, opts.level())
-                    .map_err(StoreError::io("start zstd for", &temp.path))?,
-                level: opts.level(),
-                frame_in: 0,
-                workers: false,
-            },
+            Encoding::Zstd => Sink::Undecided(file),
         };
         Ok(ObjectWriter {
             store,
@@ -207,11 +209,43 @@ impl ObjectWriter {
         self.bytes
     }
 
+    /// Settles a zstd object's encoding on its first data: output that zstd
+    /// cannot shrink (already compressed, encrypted, random) is stored raw,
+    /// so it costs what the raw path costs. The sample is the first 64 KiB,
+    /// compressed once at level 1; under a 10% gain the object is raw.
+    fn decide(&mut self, first: &[u8]) -> Result<(), StoreError> {
+        if !matches!(self.sink, Some(Sink::Undecided(_))) {
+            return Ok(());
+        }
+        let Some(Sink::Undecided(file)) = self.sink.take() else {
+            return Ok(());
+        };
+        let sample = &first[..first.len().min(SAMPLE)];
+        let pays = sample.len() < MIN_SAMPLE
+            || zstd::bulk::compress(sample, 1).is_ok_and(|z| z.len() * 10 < sample.len() * 9);
+        self.sink = Some(if pays {
+            Sink::Zstd {
+                encoder: ZstdEncoder::new(file, self.opts.level())
+                    .map_err(StoreError::io("start zstd for", &self.temp.path))?,
+                level: self.opts.level(),
+                frame_in: 0,
+                workers: false,
+            }
+        } else {
+            self.opts = WriteOptions::raw().durability(self.opts.durability_mode());
+            Sink::Raw(file)
+        });
+        Ok(())
+    }
+
     fn process(&mut self, data: &[u8]) -> Result<(), StoreError> {
+        self.decide(data)?;
         self.hasher.update(data);
         let path = &self.temp.path;
         match self.sink.as_mut() {
-            Some(Sink::Raw(f)) => f.write_all(data).map_err(StoreError::io("write", path))?,
+            Some(Sink::Raw(f) | Sink::Undecided(f)) => {
+                f.write_all(data).map_err(StoreError::io("write", path))?
+            }
             Some(Sink::Zstd {
                 encoder, frame_in, ..
             }) => {
@@ -316,9 +350,12 @@ impl ObjectWriter {
     /// fsync error is final: the object is not published.
     pub fn finish(mut self) -> Result<StoredObject, StoreError> {
         self.flush_block()?;
+        // An empty object is a zstd frame like any small one.
+        self.decide(&[])?;
         let path = self.temp.path.clone();
         let file = match self.sink.take() {
-            Some(Sink::Raw(f)) => f,
+            // `decide` above leaves no writer undecided.
+            Some(Sink::Raw(f) | Sink::Undecided(f)) => f,
             Some(Sink::Zstd { encoder, .. }) => {
                 let mut f = encoder
                     .finish()
