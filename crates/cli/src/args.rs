@@ -89,6 +89,15 @@ pub struct ApplyArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
+    /// Kill the command (its whole process group) after this long, keep
+    /// the output so far, and exit 124 (`90s`, `15m`).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<HumanDuration>,
+    /// Once the command has exited, keep reading what the processes it
+    /// started still write for this long, then stop (`1s`, `10s`; `0s`
+    /// stops at once).
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    pub drain: HumanDuration,
     /// Print one JSON object (the outcome, plus `exit_code` and `signal`).
     #[arg(long)]
     pub json: bool,

@@ -12,7 +12,11 @@ use spillway::store::References;
 use spillway::{
     ByteSize, ContentId, GcOptions, HumanDuration, IdPrefix, Outcome, Selection, Spiller, Store,
 };
-use spillway_process::{pump, spawn_merged, widen_pipe};
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use spillway_process::{pump, run_merged, widen_pipe, RunError, RunOptions};
 
 use super::args::{
     ApplyArgs, Cli, Command, ConfigArgs, GcArgs, JsonArg, RunArgs, ShowArgs, VerifyArgs,
@@ -142,15 +146,31 @@ fn apply(eff: &Effective, store: &Store, args: ApplyArgs, quiet: bool) -> Result
 }
 
 fn run_command(eff: &Effective, store: &Store, args: RunArgs) -> Result<i32> {
+    use std::io::IsTerminal;
     let spiller = spiller(eff, store)?;
     let program = &args.command[0];
     let shown = program.to_string_lossy().into_owned();
     let mut cmd = Process::new(program);
     cmd.args(&args.command[1..]).stdin(Stdio::inherit());
-    let child = spawn_merged(&mut cmd);
-    let (mut child, mut reader) = match child {
-        Ok(c) => c,
-        Err(e) => {
+    // Ctrl-C, SIGTERM (`timeout`, a supervisor) and SIGHUP are passed on to
+    // the command; spillway itself finishes the stage, prints the bounded
+    // preview and exits 128 + N, so the output so far is stored and said.
+    let forward = Arc::new(AtomicUsize::new(0));
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        signal_hook::flag::register_usize(sig, forward.clone(), sig as usize)
+            .context("run: install signal handlers")?;
+    }
+    let mut opts = RunOptions::default();
+    opts.drain = args.drain.get();
+    opts.timeout = args.timeout.map(HumanDuration::get);
+    opts.forward = Some(forward);
+    // A command that may read the terminal stays in spillway's process
+    // group (a background group reading the terminal would be stopped).
+    opts.own_group = !io::stdin().is_terminal();
+    let mut stage = spiller.stage();
+    let finished = match run_merged(&mut cmd, &opts, &mut stage, &mut |_| {}) {
+        Ok(f) => f,
+        Err(RunError::Spawn(e)) => {
             let code = match e.kind() {
                 io::ErrorKind::NotFound => 127,
                 _ => 126,
@@ -158,17 +178,33 @@ fn run_command(eff: &Effective, store: &Store, args: RunArgs) -> Result<i32> {
             eprintln!("spillway: run: cannot start {shown}: {e}");
             return Ok(code);
         }
+        Err(e) => return Err(e).context("run"),
     };
-    let mut progress = Progress::new("run", true);
-    let stage = stream(&spiller, &mut reader, &mut progress, None).context("run: read output")?;
-    let status = child.wait().context("run: wait")?;
+    let status = finished.status;
     let (outcome, failure) = finish(stage);
     let signal = status.signal();
-    let code = spillway_process::exit_code(status);
+    let mut code = spillway_process::exit_code(status);
+    if finished.timed_out {
+        let limit = args.timeout.map(|t| t.to_string()).unwrap_or_default();
+        eprintln!("spillway: run: {shown} timed out after {limit}; its process group was killed");
+        code = 124;
+    }
+    if let Some(sig) = finished.forwarded {
+        code = 128 + sig;
+    }
+    if finished.output_cut {
+        eprintln!(
+            "spillway: run: {shown} exited, but a process it started still holds its output; \
+             stopped reading after {}: later output is not included",
+            args.drain
+        );
+    }
     let text = if args.json {
         let mut v = serde_json::to_value(&outcome)?;
         v["exit_code"] = json!(status.code());
         v["signal"] = json!(signal);
+        v["timed_out"] = json!(finished.timed_out);
+        v["output_cut"] = json!(finished.output_cut);
         let mut text = serde_json::to_string(&v)?;
         text.push('\n');
         text

@@ -759,3 +759,91 @@ fn show_says_when_a_range_runs_past_what_was_stored() {
     assert_eq!(ok.status.code(), Some(0));
     assert_eq!(ok.stdout, b"line 1\nline 2\nline 3\n");
 }
+
+/// SIGTERM (or Ctrl-C) on `run`: the command gets the signal, the output so
+/// far is stored and printed as a bounded preview, no temp file is left,
+/// and the exit status is 128 + N.
+#[test]
+fn run_passes_a_signal_on_and_keeps_the_output_so_far() {
+    for (sig, n) in [("-TERM", 15), ("-INT", 2)] {
+        let (_d, s) = store();
+        let child = bin()
+            .args([
+                "--store",
+                s.to_str().unwrap(),
+                "run",
+                "--json",
+                "--max-inline-bytes",
+                "4KiB",
+            ])
+            .args([
+                "--",
+                "sh",
+                "-c",
+                "seq 1 200000; echo LAST_BEFORE_SIGNAL; sleep 30",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(800));
+        let kill = Command::new("kill")
+            .args([sig, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(128 + n), "{sig}");
+        let v = json(&out);
+        assert!(
+            v["content"]
+                .as_str()
+                .unwrap()
+                .ends_with("LAST_BEFORE_SIGNAL\n"),
+            "{sig}"
+        );
+        assert!(v["content"].as_str().unwrap().len() <= 4096);
+        let id = v["spill"]["id"].as_str().unwrap();
+        let shown = sp(&s, &["show", id]);
+        assert!(shown.stdout.starts_with(b"1\n2\n3\n"));
+        assert_eq!(count_entries(&s.join("v1/tmp")), 0, "{sig}: temp file left");
+    }
+}
+
+fn count_entries(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |d| d.count())
+}
+
+/// A background child holding the output does not hang `run`; `--timeout`
+/// kills the command's process group and exits 124 with the output kept.
+#[test]
+fn run_returns_despite_a_background_child_and_honours_a_timeout() {
+    let (_d, s) = store();
+    let st = s.to_str().unwrap();
+    let t = std::time::Instant::now();
+    let out = bin()
+        .args(["--store", st, "run", "--json", "--drain", "1s", "--"])
+        .args(["sh", "-c", "echo serving; (sleep 30; echo late) & exit 0"])
+        .output()
+        .unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out);
+    assert_eq!(v["content"], "serving\n");
+    assert_eq!(v["output_cut"], true);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("still holds its output"));
+
+    let t = std::time::Instant::now();
+    let out = bin()
+        .args(["--store", st, "run", "--json", "--timeout", "1s", "--"])
+        .args(["sh", "-c", "echo working; sleep 30 & sleep 30"])
+        .output()
+        .unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(124));
+    let v = json(&out);
+    assert_eq!(v["content"], "working\n");
+    assert_eq!(v["timed_out"], true);
+    assert_eq!(v["output_cut"], false, "the whole group died");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("timed out after 1s"));
+}

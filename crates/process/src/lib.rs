@@ -17,7 +17,10 @@ compile_error!(
      and on unix exit statuses and signals"
 );
 
+mod run;
 mod sys;
+
+pub use run::{run_merged, Finished, RunError, RunOptions};
 
 use std::fs::File;
 use std::io::{self, Read, Write};

@@ -60,7 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let log = Arc::new(SessionLog::open(&log_path, LogSync::EveryEvent)?);
     let registry = Registry::builder(spiller, log)?
         .tool(RunCode::new(runtime as Program))
-        .tool(Bash)
+        .tool(Bash::default())
         .tool(SpillRead)
         .build();
 

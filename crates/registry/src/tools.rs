@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::{Block, Cx, Rendered, Tool, ToolError};
 use spillway::{ByteRange, ContentId, IdPrefix, LineRange, Selection};
-use spillway_process::{pump, spawn_merged};
+use spillway_process::{run_merged, RunOptions};
 
 /// How an exit reads in a result: nothing for success, else a last line.
 pub fn status_line(status: ExitStatus) -> Option<String> {
@@ -19,12 +19,31 @@ pub fn status_line(status: ExitStatus) -> Option<String> {
     }
 }
 
-/// `bash`: `{ "command": "…" }`. Runs the command with `sh -c`, streams its
-/// stdout and stderr into the spill stage as they arrive (a 1 GiB output is
-/// never buffered), and ends the text with `[exit status N]` or
-/// `[killed by signal N]` unless the command succeeded.
-#[derive(Debug, Default)]
-pub struct Bash;
+/// `bash`: `{ "command": "…", "timeout": seconds }`. Runs the command with
+/// `sh -c` in a process group of its own, streams its stdout and stderr into
+/// the spill stage as they arrive (a 1 GiB output is never buffered), and
+/// ends the text with a status line unless the command simply succeeded:
+/// `[exit status N]`, `[killed by signal N]`, `[timed out after N s; its
+/// process group was killed]`, or `[the command exited, but a process it
+/// started still holds its output; later output is not included]` (a dev
+/// server or daemon left running: the call returns once the command has
+/// exited and its output has drained for [`Bash::drain`]).
+#[derive(Debug)]
+pub struct Bash {
+    /// How long to keep reading after the command exits. Default 1 s.
+    pub drain: std::time::Duration,
+}
+
+impl Default for Bash {
+    fn default() -> Self {
+        Bash {
+            drain: std::time::Duration::from_secs(1),
+        }
+    }
+}
+
+/// The longest `timeout` a call may ask for: a day.
+const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 
 impl Tool for Bash {
     fn name(&self) -> &str {
@@ -36,17 +55,39 @@ impl Tool for Bash {
             .get("command")
             .and_then(Value::as_str)
             .ok_or_else(|| ToolError::InvalidArgs("bash needs a string `command`".into()))?;
+        let timeout = match args.get("timeout") {
+            None | Some(Value::Null) => None,
+            Some(t) => match t.as_f64() {
+                Some(secs) if secs > 0.0 && secs <= MAX_TIMEOUT_SECS => {
+                    Some(std::time::Duration::from_secs_f64(secs))
+                }
+                _ => {
+                    return Err(ToolError::InvalidArgs(format!(
+                        "bash `timeout` is seconds, more than 0 and at most {MAX_TIMEOUT_SECS}; got {t}"
+                    )))
+                }
+            },
+        };
         let mut cmd = Command::new("sh");
         cmd.arg("-c").arg(command).stdin(Stdio::null());
-        let (mut child, mut reader) = spawn_merged(&mut cmd)
-            .map_err(|e| ToolError::Failed(format!("cannot start sh: {e}")))?;
+        let mut opts = RunOptions::default();
+        opts.drain = self.drain;
+        opts.timeout = timeout;
         let mut stage = cx.stage();
-        pump(&mut reader, &mut stage, &mut |_| {})
-            .map_err(|e| ToolError::Failed(format!("read output: {e}")))?;
-        let status = child
-            .wait()
-            .map_err(|e| ToolError::Failed(format!("wait: {e}")))?;
-        if let Some(line) = status_line(status) {
+        let finished = run_merged(&mut cmd, &opts, &mut stage, &mut |_| {})
+            .map_err(|e| ToolError::Failed(e.to_string()))?;
+        let line = if finished.timed_out {
+            let secs = timeout.map_or(0.0, |t| t.as_secs_f64());
+            Some(format!(
+                "[timed out after {secs} s; its process group was killed]"
+            ))
+        } else {
+            status_line(finished.status)
+        };
+        let cut = finished.output_cut.then(|| {
+            "[the command exited, but a process it started still holds its output; later output is not included]".to_string()
+        });
+        for line in [cut, line].into_iter().flatten() {
             let sep = match stage.last_byte() {
                 None | Some(b'\n') => "",
                 Some(_) => "\n",

@@ -174,7 +174,7 @@ fn harness(budget: Option<usize>) -> Harness {
         .unwrap()
         .tool(RunCode::new(programs as Program))
         .tool(Echo)
-        .tool(Bash)
+        .tool(Bash::default())
         .tool(SpillRead)
         .tool(Big("big", runs.clone()))
         .tool(Big("read", runs.clone()))
@@ -489,6 +489,52 @@ fn unknown_tools_and_bad_args_are_error_content() {
         .call(&ToolCall::new("c3", "spill_read", json!({"id": "../etc"})))
         .unwrap();
     assert!(r.is_error && text(&r).contains("invalid content id"));
+}
+
+/// A dev server left running does not hang the call; a timeout kills the
+/// command's process group and says so; both keep the output so far.
+#[test]
+fn bash_returns_despite_a_background_child_and_honours_a_timeout() {
+    let h = harness(None);
+    let t = std::time::Instant::now();
+    let r = h
+        .registry
+        .call(&ToolCall::new(
+            "c1",
+            "bash",
+            json!({"command": "echo serving; (sleep 30; echo late) &"}),
+        ))
+        .unwrap();
+    assert!(t.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(
+        text(&r),
+        "serving\n[the command exited, but a process it started still holds its output; later output is not included]"
+    );
+    let t = std::time::Instant::now();
+    let r = h
+        .registry
+        .call(&ToolCall::new(
+            "c2",
+            "bash",
+            json!({"command": "echo working; sleep 30", "timeout": 0.5}),
+        ))
+        .unwrap();
+    assert!(t.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(
+        text(&r),
+        "working\n[timed out after 0.5 s; its process group was killed]"
+    );
+    for bad in [json!(0), json!(-1), json!("soon"), json!(1e9)] {
+        let r = h
+            .registry
+            .call(&ToolCall::new(
+                "c3",
+                "bash",
+                json!({"command": "true", "timeout": bad}),
+            ))
+            .unwrap();
+        assert!(r.is_error && text(&r).contains("timeout"), "{bad}");
+    }
 }
 
 #[test]

@@ -1,0 +1,310 @@
+//! Running a command to the end of its output, and no further: a command
+//! that exits while something it started still holds the pipe (a dev
+//! server, a daemon) does not keep the caller waiting; a timeout kills the
+//! command's process group; a signal the caller received is passed on.
+
+use std::io::{self, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustix::event::{poll, PollFd, PollFlags};
+use rustix::process::{kill_process, kill_process_group, Pid, Signal};
+
+use crate::spawn_merged;
+
+/// How [`run_merged`] runs a command.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RunOptions {
+    /// Once the command has exited, how long to keep reading output that
+    /// something it started still writes. Past it, reading stops and
+    /// [`Finished::output_cut`] says so. Default: 1 s.
+    pub drain: Duration,
+    /// Kill the command (its whole process group) after this long.
+    pub timeout: Option<Duration>,
+    /// A signal number to pass on to the command, set by the caller's
+    /// signal handler (0 for none); it is taken (reset to 0) when passed on.
+    pub forward: Option<Arc<AtomicUsize>>,
+    /// Start the command in a process group of its own, so that a timeout
+    /// kills everything it started. Default: true. A command that reads a
+    /// terminal should stay in the caller's group (a background group that
+    /// reads the terminal is stopped).
+    pub own_group: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            drain: Duration::from_secs(1),
+            timeout: None,
+            forward: None,
+            own_group: true,
+        }
+    }
+}
+
+/// How a command ended.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Finished {
+    /// Its exit status.
+    pub status: ExitStatus,
+    /// Whether it was killed for running past the timeout.
+    pub timed_out: bool,
+    /// Whether reading stopped while the output was still open: the command
+    /// exited, but something it started kept writing (or holding the pipe)
+    /// past the drain period. What it wrote later is not in the output.
+    pub output_cut: bool,
+    /// The signal passed on to the command, if any.
+    pub forwarded: Option<i32>,
+}
+
+/// Why [`run_merged`] failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The command could not be started (not found: `NotFound`; not
+    /// executable: `PermissionDenied`).
+    Spawn(io::Error),
+    /// Reading its output or writing it out failed; the command was killed.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Spawn(e) => write!(f, "cannot start the command: {e}"),
+            RunError::Io(e) => write!(f, "reading the command's output failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Spawn(e) | RunError::Io(e) => Some(e),
+        }
+    }
+}
+
+/// How often the loop looks at the clock, the child and the signal flag
+/// when no output arrives.
+const TICK: Duration = Duration::from_millis(50);
+
+/// Runs `cmd` with stdout and stderr merged into `out`, in 1 MiB reads, as
+/// the output arrives; `progress` gets the running total. Returns once the
+/// command has exited and its output has ended, or the drain period after
+/// its exit has passed.
+///
+/// # Errors
+///
+/// [`RunError::Spawn`] when the command could not be started;
+/// [`RunError::Io`] when reading its output or writing to `out` failed
+/// (the command is then killed).
+pub fn run_merged(
+    cmd: &mut Command,
+    opts: &RunOptions,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Finished, RunError> {
+    if opts.own_group {
+        cmd.process_group(0);
+    }
+    let (mut child, mut reader) = spawn_merged(cmd).map_err(RunError::Spawn)?;
+    let pid = Pid::from_child(&child);
+    let signal = |sig: Signal| {
+        let _ = if opts.own_group {
+            kill_process_group(pid, sig)
+        } else {
+            kill_process(pid, sig)
+        };
+    };
+    let started = Instant::now();
+    let mut run = Running {
+        child: &mut child,
+        opts,
+        started,
+        exited: None,
+        timed_out: false,
+        forwarded: None,
+    };
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    let mut output_cut = false;
+    let result = loop {
+        if let Err(e) = run.tend(&signal) {
+            break Err(e);
+        }
+        if let Some(at) = run.exited {
+            if at.elapsed() >= opts.drain {
+                output_cut = true;
+                break Ok(());
+            }
+        }
+        let wait = run.next_wake(TICK);
+        let timeout = rustix::event::Timespec {
+            tv_sec: wait.as_secs() as _,
+            tv_nsec: wait.subsec_nanos() as _,
+        };
+        let mut fds = [PollFd::new(&reader, PollFlags::IN)];
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(0) => continue,
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => break Err(e.into()),
+        }
+        match reader.read(&mut buf) {
+            Ok(0) => break Ok(()),
+            Ok(n) => {
+                if let Err(e) = out.write_all(&buf[..n]) {
+                    break Err(e);
+                }
+                total += n as u64;
+                progress(total);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
+    if let Err(e) = result {
+        signal(Signal::KILL);
+        let _ = run.child.wait();
+        return Err(RunError::Io(e));
+    }
+    // The output ended; the command may still run (it closed its output).
+    let status = loop {
+        run.tend(&signal).map_err(RunError::Io)?;
+        if let Some(status) = run.child.try_wait().map_err(RunError::Io)? {
+            break status;
+        }
+        std::thread::sleep(run.next_wake(TICK));
+    };
+    Ok(Finished {
+        status,
+        timed_out: run.timed_out,
+        output_cut,
+        forwarded: run.forwarded,
+    })
+}
+
+struct Running<'a> {
+    child: &'a mut Child,
+    opts: &'a RunOptions,
+    started: Instant,
+    exited: Option<Instant>,
+    timed_out: bool,
+    forwarded: Option<i32>,
+}
+
+impl Running<'_> {
+    /// Passes on a signal, enforces the timeout, notes the child's exit.
+    fn tend(&mut self, signal: &dyn Fn(Signal)) -> io::Result<()> {
+        if let Some(flag) = &self.opts.forward {
+            let raw = flag.swap(0, Ordering::SeqCst);
+            if let Some(sig) = i32::try_from(raw).ok().and_then(Signal::from_named_raw) {
+                signal(sig);
+                self.forwarded = Some(raw as i32);
+            }
+        }
+        if let Some(limit) = self.opts.timeout {
+            if !self.timed_out && self.started.elapsed() >= limit {
+                signal(Signal::KILL);
+                self.timed_out = true;
+            }
+        }
+        if self.exited.is_none() && self.child.try_wait()?.is_some() {
+            self.exited = Some(Instant::now());
+        }
+        Ok(())
+    }
+
+    /// How long to sleep at most before the next look.
+    fn next_wake(&self, tick: Duration) -> Duration {
+        let mut wait = tick;
+        if let (Some(limit), false) = (self.opts.timeout, self.timed_out) {
+            wait = wait.min(limit.saturating_sub(self.started.elapsed()));
+        }
+        if let Some(at) = self.exited {
+            wait = wait.min(self.opts.drain.saturating_sub(at.elapsed()));
+        }
+        wait
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, opts: &RunOptions) -> (Vec<u8>, Finished, Duration) {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", script]).stdin(std::process::Stdio::null());
+        let mut out = Vec::new();
+        let t = Instant::now();
+        let f = run_merged(&mut cmd, opts, &mut out, &mut |_| {}).unwrap();
+        (out, f, t.elapsed())
+    }
+
+    #[test]
+    fn an_ordinary_command_runs_to_the_end_of_its_output() {
+        let (out, f, _) = sh("echo a; echo b >&2; exit 3", &RunOptions::default());
+        assert_eq!(out, b"a\nb\n");
+        assert_eq!(f.status.code(), Some(3));
+        assert!(!f.timed_out && !f.output_cut && f.forwarded.is_none());
+    }
+
+    /// A background child holding the pipe does not keep us waiting.
+    #[test]
+    fn a_background_child_does_not_hold_the_caller() {
+        let opts = RunOptions {
+            drain: Duration::from_millis(300),
+            ..RunOptions::default()
+        };
+        let (out, f, took) = sh("echo started; (sleep 30; echo late) & exit 0", &opts);
+        assert_eq!(out, b"started\n");
+        assert!(f.status.success());
+        assert!(f.output_cut);
+        assert!(took < Duration::from_secs(10), "{took:?}");
+    }
+
+    #[test]
+    fn a_timeout_kills_the_whole_process_group_and_keeps_the_output() {
+        let opts = RunOptions {
+            timeout: Some(Duration::from_millis(300)),
+            ..RunOptions::default()
+        };
+        let (out, f, took) = sh("echo before; sleep 30 & sleep 30; echo never", &opts);
+        assert_eq!(out, b"before\n");
+        assert!(f.timed_out);
+        // The background sleep died with the group: nothing held the pipe.
+        assert!(!f.output_cut);
+        assert!(took < Duration::from_secs(10), "{took:?}");
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(f.status.signal(), Some(9));
+    }
+
+    #[test]
+    fn a_forwarded_signal_reaches_the_command() {
+        let flag = Arc::new(AtomicUsize::new(0));
+        let opts = RunOptions {
+            forward: Some(flag.clone()),
+            ..RunOptions::default()
+        };
+        let setter = {
+            let flag = flag.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                flag.store(15, Ordering::SeqCst);
+            })
+        };
+        let (out, f, took) = sh("echo waiting; sleep 30", &opts);
+        setter.join().unwrap();
+        assert_eq!(out, b"waiting\n");
+        assert_eq!(f.forwarded, Some(15));
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(f.status.signal(), Some(15));
+        assert!(took < Duration::from_secs(10), "{took:?}");
+    }
+}
