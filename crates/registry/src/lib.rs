@@ -243,8 +243,79 @@ pub enum PostDecision {
 
 /// A post-execute policy, run on successful results in order.
 pub trait PostPolicy: Send + Sync {
-    /// Looks at the rendered content.
+    /// Looks at the rendered content. For a streamed tool (`bash`,
+    /// `run_code`) this is already the bounded preview: a policy that must
+    /// judge every byte also gives a [`scanner`](PostPolicy::scanner).
     fn after(&self, call: &ToolCall, content: &[Block]) -> PostDecision;
+
+    /// A scanner that sees every byte a streamed tool writes, as it is
+    /// written, before the spill stage bounds it; its decision is applied
+    /// before [`after`](PostPolicy::after) runs. Default: none.
+    ///
+    /// The scanner keeps what it needs and no more (a pattern that can
+    /// straddle two chunks needs the end of the previous one): memory stays
+    /// bounded by what the scanners hold.
+    fn scanner(&self, call: &ToolCall) -> Option<Box<dyn OutputScanner>> {
+        let _ = call;
+        None
+    }
+}
+
+/// Sees a streamed tool's whole output, chunk by chunk; see
+/// [`PostPolicy::scanner`].
+pub trait OutputScanner: Send {
+    /// The next chunk of output, as the tool wrote it.
+    fn feed(&mut self, chunk: &[u8]);
+    /// The output has ended: what the policy decides.
+    fn finish(self: Box<Self>) -> PostDecision;
+}
+
+/// The spill stage a tool streams its text into: the bytes go to the stage
+/// and, for outer calls, to every post-execute policy's
+/// [`OutputScanner`].
+pub struct ToolStage {
+    stage: Stage,
+    scanners: Vec<Box<dyn OutputScanner>>,
+}
+
+impl ToolStage {
+    /// Feeds the next chunk.
+    pub fn feed(&mut self, data: &[u8]) {
+        for s in &mut self.scanners {
+            s.feed(data);
+        }
+        self.stage.feed(data);
+    }
+
+    /// The last byte written so far, if any.
+    pub fn last_byte(&self) -> Option<u8> {
+        self.stage.last_byte()
+    }
+
+    /// Bytes written so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.stage.bytes_written()
+    }
+}
+
+impl std::io::Write for ToolStage {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.feed(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl fmt::Debug for ToolStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolStage")
+            .field("stage", &self.stage)
+            .field("scanners", &self.scanners.len())
+            .finish()
+    }
 }
 
 impl<F: Fn(&ToolCall, &[Block]) -> PostDecision + Send + Sync> PostPolicy for F {
@@ -435,22 +506,36 @@ impl Registry {
             description: call.description.clone(),
             args: call.args.clone(),
         });
-        let executed = self.precheck(call).and_then(|tool| {
-            let mut cx = Cx {
-                registry: self,
-                call_id: call.id.clone(),
-                nested: false,
-            };
-            tool.execute(&mut cx, &call.args)
-        });
+        let mut cx = Cx {
+            registry: self,
+            call,
+            call_id: call.id.clone(),
+            nested: false,
+            scanned: Vec::new(),
+        };
+        let executed = self
+            .precheck(call)
+            .and_then(|tool| tool.execute(&mut cx, &call.args));
+        let scanned = std::mem::take(&mut cx.scanned);
         let (mut content, mut is_error, mut streamed) = match executed {
             Ok(Rendered::Blocks(b)) => (b, false, None),
             Ok(Rendered::Streamed(o)) => (vec![Block::text(o.content.clone())], false, Some(o)),
             Err(e) => (vec![Block::text(e.to_string())], true, None),
         };
         if !is_error {
-            for p in &self.post {
-                match p.after(call, &content) {
+            // What the scanners saw of the whole output comes first, then
+            // each policy's look at the content as the last one left it.
+            let mut scanned = scanned.into_iter();
+            let mut policies = self.post.iter();
+            loop {
+                let decision = match scanned.next() {
+                    Some(d) => d,
+                    None => match policies.next() {
+                        Some(p) => p.after(call, &content),
+                        None => break,
+                    },
+                };
+                match decision {
                     PostDecision::Keep => {}
                     PostDecision::Replace(b) => {
                         content = b;
@@ -523,8 +608,11 @@ fn finish_bounded(r: Result<Outcome, spillway::FinishError>) -> (Outcome, bool) 
 /// What a tool sees while it runs.
 pub struct Cx<'a> {
     registry: &'a Registry,
+    call: &'a ToolCall,
     call_id: String,
     nested: bool,
+    /// What the scanners of a streamed output decided.
+    scanned: Vec<PostDecision>,
 }
 
 impl Cx<'_> {
@@ -539,23 +627,41 @@ impl Cx<'_> {
     }
 
     /// A spill stage for this call's text output. Outer calls get the
-    /// registry's policy; nested calls get the largest budget, so the
-    /// program sees complete values.
-    pub fn stage(&self) -> Stage {
+    /// registry's policy, and their bytes also go to the post-execute
+    /// policies' scanners; nested calls get the largest budget, so the
+    /// program sees complete values (and skip post-execute policies).
+    pub fn stage(&self) -> ToolStage {
         if self.nested {
-            self.registry.values.stage()
+            ToolStage {
+                stage: self.registry.values.stage(),
+                scanners: Vec::new(),
+            }
         } else {
-            self.registry.spiller.stage()
+            ToolStage {
+                stage: self.registry.spiller.stage(),
+                scanners: self
+                    .registry
+                    .post
+                    .iter()
+                    .filter_map(|p| p.scanner(self.call))
+                    .collect(),
+            }
         }
     }
 
-    /// Finishes a stage from [`Cx::stage`].
+    /// Finishes a stage made by [`Cx::stage`]: the scanners decide, and the
+    /// stage gives the bounded outcome.
     ///
     /// # Errors
     ///
     /// [`ToolError::Failed`] when the store failed and the policy says fail.
-    pub fn finish(&self, stage: Stage) -> Result<Outcome, ToolError> {
-        stage.finish().map_err(|e| ToolError::Failed(e.to_string()))
+    pub fn finish(&mut self, stage: ToolStage) -> Result<Outcome, ToolError> {
+        self.scanned
+            .extend(stage.scanners.into_iter().map(OutputScanner::finish));
+        stage
+            .stage
+            .finish()
+            .map_err(|e| ToolError::Failed(e.to_string()))
     }
 
     /// The store.
@@ -584,8 +690,10 @@ impl Cx<'_> {
         let executed = reg.precheck(&call).and_then(|t| {
             let mut cx = Cx {
                 registry: reg,
+                call: &call,
                 call_id: sub_call_id.clone(),
                 nested: true,
+                scanned: Vec::new(),
             };
             t.execute(&mut cx, &args)
         });

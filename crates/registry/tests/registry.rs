@@ -15,7 +15,8 @@ use spillway_registry::events::{replay, replay_file, Event, LogSync, SessionLog}
 use spillway_registry::run_code::{CodeHost, CodeRunFailed, RunCode, NO_OUTPUT};
 use spillway_registry::tools::{Bash, SpillRead};
 use spillway_registry::{
-    Block, Cx, PostDecision, Registry, Rendered, Tool, ToolCall, ToolError, ToolResult,
+    Block, Cx, OutputScanner, PostDecision, PostPolicy, Registry, Rendered, Tool, ToolCall,
+    ToolError, ToolResult,
 };
 
 type Program = fn(&str, &mut CodeHost<'_, '_>) -> Result<Option<Value>, CodeRunFailed>;
@@ -149,6 +150,59 @@ impl Tool for Picture {
     }
 }
 
+/// Blocks any output that contains `SECRET`: in the rendered content, and
+/// (for streamed tools) anywhere in the whole output, through a scanner that
+/// keeps only the last few bytes of each chunk.
+struct NoSecrets;
+const SECRET: &[u8] = b"SECRET";
+
+impl PostPolicy for NoSecrets {
+    fn after(&self, _call: &ToolCall, content: &[Block]) -> PostDecision {
+        if content
+            .iter()
+            .any(|b| b.as_text().is_some_and(|t| t.contains("SECRET")))
+        {
+            PostDecision::Block("the output contains a secret".into())
+        } else {
+            PostDecision::Keep
+        }
+    }
+
+    fn scanner(&self, _call: &ToolCall) -> Option<Box<dyn OutputScanner>> {
+        Some(Box::new(SecretScan::default()))
+    }
+}
+
+#[derive(Default)]
+struct SecretScan {
+    carry: Vec<u8>,
+    found: bool,
+    seen: u64,
+}
+
+impl OutputScanner for SecretScan {
+    fn feed(&mut self, chunk: &[u8]) {
+        self.seen += chunk.len() as u64;
+        self.carry.extend_from_slice(chunk);
+        if self.carry.windows(SECRET.len()).any(|w| w == SECRET) {
+            self.found = true;
+        }
+        let keep = self.carry.len().min(SECRET.len() - 1);
+        self.carry.drain(..self.carry.len() - keep);
+    }
+
+    fn finish(self: Box<Self>) -> PostDecision {
+        if self.found {
+            PostDecision::Block(format!(
+                "a secret in the output ({} bytes scanned)",
+                self.seen
+            ))
+        } else {
+            PostDecision::Keep
+        }
+    }
+}
+
 struct Harness {
     _dir: tempfile::TempDir,
     registry: Registry,
@@ -186,16 +240,7 @@ fn harness(budget: Option<usize>) -> Harness {
                 Ok(())
             }
         })
-        .post(|_call: &ToolCall, content: &[Block]| {
-            if content
-                .iter()
-                .any(|b| b.as_text().is_some_and(|t| t.contains("SECRET")))
-            {
-                PostDecision::Block("the output contains a secret".into())
-            } else {
-                PostDecision::Keep
-            }
-        })
+        .post(NoSecrets)
         .build();
     Harness {
         _dir: dir,
@@ -535,6 +580,36 @@ fn bash_returns_despite_a_background_child_and_honours_a_timeout() {
             .unwrap();
         assert!(r.is_error && text(&r).contains("timeout"), "{bad}");
     }
+}
+
+/// A policy judges every byte of a streamed output, not just the preview:
+/// a secret in the omitted middle is blocked.
+#[test]
+fn post_policies_see_the_whole_streamed_output() {
+    let h = harness(None);
+    let r = h
+        .registry
+        .call(&ToolCall::new(
+            "c1",
+            "bash",
+            json!({"command": "seq 1 5000; echo SECRET_TOKEN=abc; seq 1 5000"}),
+        ))
+        .unwrap();
+    assert!(r.is_error, "{:?}", r.content);
+    let t = text(&r);
+    assert!(t.starts_with("blocked: a secret in the output"), "{t}");
+    assert!(!t.contains("SECRET_TOKEN=abc"));
+    // The same output without the secret passes, bounded.
+    let r = h
+        .registry
+        .call(&ToolCall::new(
+            "c2",
+            "bash",
+            json!({"command": "seq 1 5000; echo SECR; echo ET; seq 1 5000"}),
+        ))
+        .unwrap();
+    assert!(!r.is_error);
+    assert!(text(&r).len() <= 4096);
 }
 
 #[test]
