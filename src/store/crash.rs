@@ -118,6 +118,27 @@ impl CrashModel {
         self.len() == 0
     }
 
+    /// Records that a new, empty file was created at `path` (for components
+    /// outside the store that share the model, such as a session log).
+    pub fn record_create(&self, path: &Path) {
+        self.record(Op::Create(path));
+    }
+
+    /// Records a write of `data` at `offset` of the file at `path`.
+    pub fn record_write(&self, path: &Path, offset: u64, data: &[u8]) {
+        self.record(Op::Write(path, offset, data));
+    }
+
+    /// Records an fsync of the file at `path`.
+    pub fn record_fsync(&self, path: &Path) {
+        self.record(Op::Fsync(path));
+    }
+
+    /// Records an fsync of the directory `dir`.
+    pub fn record_fsync_dir(&self, dir: &Path) {
+        self.record(Op::FsyncDir(dir));
+    }
+
     pub(crate) fn record(&self, op: Op<'_>) {
         let mut t = self.trace();
         let Some(owned) = own(&t.root, op) else {

@@ -143,6 +143,16 @@ struct Selector {
 }
 
 impl Selector {
+    fn new(sel: Selection) -> Self {
+        Selector {
+            sel,
+            pos: 0,
+            line: 1,
+            out: Vec::new(),
+            line_start: 0,
+        }
+    }
+
     fn feed(&mut self, chunk: &[u8]) {
         let start = self.pos;
         self.pos += chunk.len() as u64;
@@ -288,35 +298,55 @@ impl Store {
     /// [`StoreError::OutOfRange`] when the selection starts past the end, or
     /// an I/O error.
     pub fn read(&self, id: &ContentId, sel: &Selection) -> Result<Vec<u8>, StoreError> {
-        let mut selector = Selector {
-            sel: *sel,
-            pos: 0,
-            line: 1,
-            out: Vec::new(),
-            line_start: 0,
-        };
+        let first = self.first_pass(id, sel, usize::MAX)?;
+        Ok(first.held.unwrap_or_default())
+    }
+
+    /// One verifying pass over the object: its size, and the selection when
+    /// it is at most `hold` bytes (`None` when it was more).
+    fn first_pass(
+        &self,
+        id: &ContentId,
+        sel: &Selection,
+        hold: usize,
+    ) -> Result<FirstPass, StoreError> {
+        let mut selector = Selector::new(*sel);
         let mut newlines = 0u64;
         let mut last = None;
+        let mut overflow = false;
         let info = self.scan_good(id, &mut |chunk| match chunk {
             Some(chunk) => {
                 newlines += bytecount::count(chunk, b'\n') as u64;
                 last = chunk.last().copied().or(last);
-                selector.feed(chunk);
+                if !overflow {
+                    selector.feed(chunk);
+                    if selector.out.len() > hold {
+                        overflow = true;
+                        selector.out = Vec::new();
+                    }
+                }
             }
             None => {
-                (newlines, last) = (0, None);
-                (selector.pos, selector.line, selector.line_start) = (0, 1, 0);
-                selector.out.clear();
+                (newlines, last, overflow) = (0, None, false);
+                selector = Selector::new(*sel);
             }
         })?;
         let report = ReadReport {
             bytes: info.bytes,
             lines: newlines + u64::from(last.is_some_and(|b| b != b'\n')),
-            written: selector.out.len() as u64,
+            written: if overflow {
+                0
+            } else {
+                selector.out.len() as u64
+            },
             start: selector.begins(),
         };
         check_range(id, sel, &report)?;
-        Ok(selector.out)
+        Ok(FirstPass {
+            held: (!overflow).then_some(selector.out),
+            report,
+            info,
+        })
     }
 
     /// Writes part or all of an object to `out`, in bounded memory, and
@@ -337,62 +367,19 @@ impl Store {
         out: &mut dyn io::Write,
     ) -> Result<ReadReport, StoreError> {
         const HOLD: usize = 8 << 20;
-        let mut selector = Selector {
-            sel: *sel,
-            pos: 0,
-            line: 1,
-            out: Vec::new(),
-            line_start: 0,
-        };
-        let mut newlines = 0u64;
-        let mut last = None;
-        let mut overflow = false;
-        let info = self.scan_good(id, &mut |chunk| match chunk {
-            Some(chunk) => {
-                newlines += bytecount::count(chunk, b'\n') as u64;
-                last = chunk.last().copied().or(last);
-                if !overflow {
-                    selector.feed(chunk);
-                    if selector.out.len() > HOLD {
-                        overflow = true;
-                        selector.out = Vec::new();
-                    }
-                }
-            }
-            None => {
-                (newlines, last, overflow) = (0, None, false);
-                (selector.pos, selector.line, selector.line_start) = (0, 1, 0);
-                selector.out.clear();
-            }
-        })?;
-        let report = ReadReport {
-            bytes: info.bytes,
-            lines: newlines + u64::from(last.is_some_and(|b| b != b'\n')),
-            written: 0,
-            start: selector.begins(),
-        };
-        check_range(id, sel, &report)?;
+        let FirstPass { held, report, info } = self.first_pass(id, sel, HOLD)?;
         let write_err = |e: io::Error| StoreError::Io {
             op: "write output",
             path: PathBuf::from("-"),
             source: e,
         };
-        if !overflow {
-            out.write_all(&selector.out).map_err(write_err)?;
-            return Ok(ReadReport {
-                written: selector.out.len() as u64,
-                ..report
-            });
+        if let Some(held) = held {
+            out.write_all(&held).map_err(write_err)?;
+            return Ok(report);
         }
         // Second pass: stream the selection straight out of the verified
         // object, a block at a time.
-        let mut streamer = Selector {
-            sel: *sel,
-            pos: 0,
-            line: 1,
-            out: Vec::new(),
-            line_start: 0,
-        };
+        let mut streamer = Selector::new(*sel);
         let mut written = 0u64;
         let mut failed = None;
         self.scan(id, &info.path, info.encoding, &mut |chunk| {
@@ -615,6 +602,13 @@ impl Store {
         out.sort_by(|a, b| a.id.cmp(&b.id).then(a.path.cmp(&b.path)));
         Ok(out)
     }
+}
+
+/// What the verifying pass found.
+struct FirstPass {
+    held: Option<Vec<u8>>,
+    report: ReadReport,
+    info: StoredObject,
 }
 
 /// What [`Store::read_into`] read: the object's size, and how much of the

@@ -164,6 +164,29 @@ pub struct SessionLog {
     file: Mutex<File>,
     sync: LogSync,
     repairs: std::sync::atomic::AtomicU64,
+    #[cfg_attr(not(feature = "test-seams"), allow(dead_code))]
+    model: Option<Recorder>,
+}
+
+/// Where a log records its changes for the crash model (`test-seams`).
+#[cfg(feature = "test-seams")]
+type Recorder = spillway::store::CrashModel;
+#[cfg(not(feature = "test-seams"))]
+type Recorder = NoModel;
+
+/// Without the `test-seams` feature, nothing records.
+#[cfg(not(feature = "test-seams"))]
+#[derive(Clone, Debug)]
+#[doc(hidden)]
+pub enum NoModel {}
+
+#[cfg(not(feature = "test-seams"))]
+#[allow(dead_code)]
+impl NoModel {
+    fn record_create(&self, _: &Path) {}
+    fn record_write(&self, _: &Path, _: u64, _: &[u8]) {}
+    fn record_fsync(&self, _: &Path) {}
+    fn record_fsync_dir(&self, _: &Path) {}
 }
 
 impl SessionLog {
@@ -174,26 +197,57 @@ impl SessionLog {
     ///
     /// [`LogError`] when the file cannot be opened or has another format.
     pub fn open(path: impl AsRef<Path>, sync: LogSync) -> Result<Self, LogError> {
-        let path = path.as_ref().to_path_buf();
+        Self::open_inner(path.as_ref(), sync, None)
+    }
+
+    /// [`SessionLog::open`], recording every change to the file into a
+    /// crash model (tests only: the `test-seams` feature).
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionLog::open`].
+    #[cfg(feature = "test-seams")]
+    pub fn open_recorded(
+        path: impl AsRef<Path>,
+        sync: LogSync,
+        model: &spillway::store::CrashModel,
+    ) -> Result<Self, LogError> {
+        Self::open_inner(path.as_ref(), sync, Some(model.clone()))
+    }
+
+    fn open_inner(path: &Path, sync: LogSync, model: Option<Recorder>) -> Result<Self, LogError> {
+        let path = path.to_path_buf();
         let io = |op| {
             let path = path.clone();
             move |source| LogError::Io { op, path, source }
         };
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .read(true)
-            .mode(0o600)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(&path)
-            .map_err(io("open"))?;
+        let open = |create_new: bool| {
+            OpenOptions::new()
+                .create_new(create_new)
+                .append(true)
+                .read(true)
+                .mode(0o600)
+                .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+                .open(&path)
+        };
+        let (file, created) = match open(true) {
+            Ok(f) => (f, true),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                (open(false).map_err(io("open"))?, false)
+            }
+            Err(e) => return Err(io("create")(e)),
+        };
         let len = file.metadata().map_err(io("inspect"))?.len();
         let log = SessionLog {
             path: path.clone(),
             file: Mutex::new(file),
             sync,
             repairs: std::sync::atomic::AtomicU64::new(0),
+            model,
         };
+        if created {
+            log.record(|m| m.record_create(&path));
+        }
         if len == 0 {
             let header = serde_json::to_string(&Header {
                 format: FORMAT.into(),
@@ -209,7 +263,31 @@ impl SessionLog {
                 reason,
             })?;
         }
+        if created && sync == LogSync::EveryEvent {
+            // A synced event is only durable if the file's name is: sync the
+            // directory that holds the new log.
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            File::open(&dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io("fsync the directory of"))?;
+            log.record(|m| m.record_fsync_dir(&dir));
+        }
         Ok(log)
+    }
+
+    #[cfg(feature = "test-seams")]
+    fn record(&self, f: impl FnOnce(&spillway::store::CrashModel)) {
+        if let Some(m) = &self.model {
+            f(m);
+        }
+    }
+
+    #[cfg(not(feature = "test-seams"))]
+    fn record(&self, f: impl FnOnce(&NoModel)) {
+        let _ = f;
     }
 
     /// The file.
@@ -236,9 +314,12 @@ impl SessionLog {
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         // One write of the whole line: with O_APPEND, lines never interleave.
+        let at = file.metadata().map_err(io("inspect"))?.len();
         file.write_all(line.as_bytes()).map_err(io("append to"))?;
+        self.record(|m| m.record_write(&self.path, at, line.as_bytes()));
         if self.sync == LogSync::EveryEvent {
             file.sync_data().map_err(io("fsync"))?;
+            self.record(|m| m.record_fsync(&self.path));
         }
         Ok(())
     }
