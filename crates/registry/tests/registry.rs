@@ -259,6 +259,11 @@ fn run_code(h: &Harness, id: &str, code: &str) -> ToolResult {
         .unwrap()
 }
 
+/// One outer call through the registry.
+fn call(h: &Harness, id: &str, tool: &str, args: Value) -> ToolResult {
+    h.registry.call(&ToolCall::new(id, tool, args)).unwrap()
+}
+
 fn text(r: &ToolResult) -> &str {
     assert_eq!(r.content.len(), 1, "{:?}", r.content);
     r.content[0].as_text().unwrap()
@@ -370,14 +375,7 @@ fn failure_keeps_the_logs_and_is_error_content() {
 #[test]
 fn a_50_mb_error_is_bounded_too() {
     let h = harness(None);
-    let r = h
-        .registry
-        .call(&ToolCall::new(
-            "c1",
-            "big",
-            json!({"bytes": 50_000_000, "fail": true}),
-        ))
-        .unwrap();
+    let r = call(&h, "c1", "big", json!({"bytes": 50_000_000, "fail": true}));
     assert!(r.is_error);
     assert!(text(&r).len() <= 4096);
     assert_eq!(r.meta.total_bytes, Some(50_000_000));
@@ -387,14 +385,7 @@ fn a_50_mb_error_is_bounded_too() {
 #[test]
 fn post_policy_block_replaces_the_content_with_an_error() {
     let h = harness(None);
-    let r = h
-        .registry
-        .call(&ToolCall::new(
-            "c1",
-            "echo",
-            json!({"text": "SECRET=hunter2"}),
-        ))
-        .unwrap();
+    let r = call(&h, "c1", "echo", json!({"text": "SECRET=hunter2"}));
     assert!(r.is_error);
     assert_eq!(text(&r), "blocked: the output contains a secret");
     // The durable result never holds the blocked output.
@@ -411,10 +402,7 @@ fn post_policy_block_replaces_the_content_with_an_error() {
 #[test]
 fn pre_policy_denial_means_the_tool_never_runs() {
     let h = harness(None);
-    let r = h
-        .registry
-        .call(&ToolCall::new("c1", "big", json!({"forbidden": true})))
-        .unwrap();
+    let r = call(&h, "c1", "big", json!({"forbidden": true}));
     assert!(r.is_error);
     assert_eq!(text(&r), "denied: forbidden argument");
     assert_eq!(h.runs.load(Ordering::SeqCst), 0);
@@ -423,10 +411,7 @@ fn pre_policy_denial_means_the_tool_never_runs() {
 #[test]
 fn non_text_results_pass_untouched() {
     let h = harness(None);
-    let r = h
-        .registry
-        .call(&ToolCall::new("c1", "picture", json!({})))
-        .unwrap();
+    let r = call(&h, "c1", "picture", json!({}));
     assert_eq!(r.content.len(), 3);
     assert!(matches!(&r.content[1], Block::Image { data, .. } if data.len() == 200_000));
     assert!(r.meta.spills.is_empty());
@@ -437,14 +422,7 @@ fn non_text_results_pass_untouched() {
 #[test]
 fn text_beside_non_text_blocks_is_bounded() {
     let h = harness(None);
-    let r = h
-        .registry
-        .call(&ToolCall::new(
-            "c1",
-            "picture",
-            json!({"caption_bytes": 1_000_000}),
-        ))
-        .unwrap();
+    let r = call(&h, "c1", "picture", json!({"caption_bytes": 1_000_000}));
     assert_eq!(
         r.content.len(),
         2,
@@ -480,15 +458,9 @@ fn nested_calls_use_the_registry_notice_templates() {
 #[test]
 fn the_skip_list_passes_read_untouched() {
     let h = harness(None);
-    let r = h
-        .registry
-        .call(&ToolCall::new("c1", "read", json!({"bytes": 100_000})))
-        .unwrap();
+    let r = call(&h, "c1", "read", json!({"bytes": 100_000}));
     assert_eq!(text(&r).len(), 100_000);
-    let r = h
-        .registry
-        .call(&ToolCall::new("c2", "big", json!({"bytes": 100_000})))
-        .unwrap();
+    let r = call(&h, "c2", "big", json!({"bytes": 100_000}));
     assert!(text(&r).len() <= 4096);
 }
 
@@ -519,20 +491,11 @@ fn deep_values_render_and_drop_in_bounded_stack() {
 #[test]
 fn unknown_tools_and_bad_args_are_error_content() {
     let h = harness(None);
-    let r = h
-        .registry
-        .call(&ToolCall::new("c1", "nope", json!({})))
-        .unwrap();
+    let r = call(&h, "c1", "nope", json!({}));
     assert!(r.is_error && text(&r).contains("unknown tool"));
-    let r = h
-        .registry
-        .call(&ToolCall::new("c2", "run_code", json!({})))
-        .unwrap();
+    let r = call(&h, "c2", "run_code", json!({}));
     assert!(r.is_error && text(&r).contains("invalid arguments"));
-    let r = h
-        .registry
-        .call(&ToolCall::new("c3", "spill_read", json!({"id": "../etc"})))
-        .unwrap();
+    let r = call(&h, "c3", "spill_read", json!({"id": "../etc"}));
     assert!(r.is_error && text(&r).contains("invalid content id"));
 }
 
@@ -542,42 +505,31 @@ fn unknown_tools_and_bad_args_are_error_content() {
 fn bash_returns_despite_a_background_child_and_honours_a_timeout() {
     let h = harness(None);
     let t = std::time::Instant::now();
-    let r = h
-        .registry
-        .call(&ToolCall::new(
-            "c1",
-            "bash",
-            json!({"command": "echo serving; (sleep 30; echo late) &"}),
-        ))
-        .unwrap();
+    let r = call(
+        &h,
+        "c1",
+        "bash",
+        json!({"command": "echo serving; (sleep 30; echo late) &"}),
+    );
     assert!(t.elapsed() < std::time::Duration::from_secs(10));
     assert_eq!(
         text(&r),
         "serving\n[the command exited, but a process it started still holds its output; later output is not included]"
     );
     let t = std::time::Instant::now();
-    let r = h
-        .registry
-        .call(&ToolCall::new(
-            "c2",
-            "bash",
-            json!({"command": "echo working; sleep 30", "timeout": 0.5}),
-        ))
-        .unwrap();
+    let r = call(
+        &h,
+        "c2",
+        "bash",
+        json!({"command": "echo working; sleep 30", "timeout": 0.5}),
+    );
     assert!(t.elapsed() < std::time::Duration::from_secs(10));
     assert_eq!(
         text(&r),
         "working\n[timed out after 0.5 s; its process group was killed]"
     );
     for bad in [json!(0), json!(-1), json!("soon"), json!(1e9)] {
-        let r = h
-            .registry
-            .call(&ToolCall::new(
-                "c3",
-                "bash",
-                json!({"command": "true", "timeout": bad}),
-            ))
-            .unwrap();
+        let r = call(&h, "c3", "bash", json!({"command": "true", "timeout": bad}));
         assert!(r.is_error && text(&r).contains("timeout"), "{bad}");
     }
 }
@@ -587,27 +539,23 @@ fn bash_returns_despite_a_background_child_and_honours_a_timeout() {
 #[test]
 fn post_policies_see_the_whole_streamed_output() {
     let h = harness(None);
-    let r = h
-        .registry
-        .call(&ToolCall::new(
-            "c1",
-            "bash",
-            json!({"command": "seq 1 5000; echo SECRET_TOKEN=abc; seq 1 5000"}),
-        ))
-        .unwrap();
+    let r = call(
+        &h,
+        "c1",
+        "bash",
+        json!({"command": "seq 1 5000; echo SECRET_TOKEN=abc; seq 1 5000"}),
+    );
     assert!(r.is_error, "{:?}", r.content);
     let t = text(&r);
     assert!(t.starts_with("blocked: a secret in the output"), "{t}");
     assert!(!t.contains("SECRET_TOKEN=abc"));
     // The same output without the secret passes, bounded.
-    let r = h
-        .registry
-        .call(&ToolCall::new(
-            "c2",
-            "bash",
-            json!({"command": "seq 1 5000; echo SECR; echo ET; seq 1 5000"}),
-        ))
-        .unwrap();
+    let r = call(
+        &h,
+        "c2",
+        "bash",
+        json!({"command": "seq 1 5000; echo SECR; echo ET; seq 1 5000"}),
+    );
     assert!(!r.is_error);
     assert!(text(&r).len() <= 4096);
 }
@@ -615,43 +563,30 @@ fn post_policies_see_the_whole_streamed_output() {
 #[test]
 fn bash_reports_exit_status_and_signals() {
     let h = harness(None);
-    let r = h
-        .registry
-        .call(&ToolCall::new(
-            "c1",
-            "bash",
-            json!({"command": "echo out; echo err >&2; exit 3"}),
-        ))
-        .unwrap();
+    let r = call(
+        &h,
+        "c1",
+        "bash",
+        json!({"command": "echo out; echo err >&2; exit 3"}),
+    );
     // No blank line before the status when the output ended its line, one
     // newline when it did not.
     assert_eq!(text(&r), "out\nerr\n[exit status 3]");
-    let r = h
-        .registry
-        .call(&ToolCall::new(
-            "c1b",
-            "bash",
-            json!({"command": "printf 'no newline'; exit 2"}),
-        ))
-        .unwrap();
+    let r = call(
+        &h,
+        "c1b",
+        "bash",
+        json!({"command": "printf 'no newline'; exit 2"}),
+    );
     assert_eq!(text(&r), "no newline\n[exit status 2]");
-    let r = h
-        .registry
-        .call(&ToolCall::new(
-            "c2",
-            "bash",
-            json!({"command": "kill -9 $$"}),
-        ))
-        .unwrap();
+    let r = call(&h, "c2", "bash", json!({"command": "kill -9 $$"}));
     assert_eq!(text(&r), "[killed by signal 9]");
-    let r = h
-        .registry
-        .call(&ToolCall::new(
-            "c3",
-            "bash",
-            json!({"command": "yes spill | head -c 20000000"}),
-        ))
-        .unwrap();
+    let r = call(
+        &h,
+        "c3",
+        "bash",
+        json!({"command": "yes spill | head -c 20000000"}),
+    );
     assert!(text(&r).len() <= 4096);
     assert_eq!(r.meta.total_bytes, Some(20_000_000));
 }
@@ -837,15 +772,13 @@ fn code_mode_with_a_tiny_budget_shows_the_preview_and_spill_read_returns_everyth
     let id = r.meta.spills[0].to_string();
     let mut got = String::new();
     let mut next = "1:".to_string();
-    for call in 0.. {
-        let page = h
-            .registry
-            .call(&ToolCall::new(
-                format!("read-{call}"),
-                "spill_read",
-                json!({"id": id, "lines": next}),
-            ))
-            .unwrap();
+    for n in 0.. {
+        let page = call(
+            &h,
+            &format!("read-{n}"),
+            "spill_read",
+            json!({"id": id, "lines": next}),
+        );
         assert!(!page.is_error, "{:?}", page.content);
         let p = text(&page);
         assert!(p.len() <= budget);
@@ -864,7 +797,7 @@ fn code_mode_with_a_tiny_budget_shows_the_preview_and_spill_read_returns_everyth
                 break;
             }
         }
-        assert!(call < 100_000);
+        assert!(n < 100_000);
     }
     let full = String::from_utf8(
         h.registry
@@ -885,13 +818,10 @@ fn follow_spill_read(h: &Harness, id: &ContentId, first: Value) -> Vec<u8> {
     let object = store.read(id, &Selection::All).unwrap();
     let mut args = first;
     let mut raw = Vec::new();
-    for call in 0..10_000 {
+    for n in 0..10_000 {
         let mut a = args.clone();
         a["id"] = json!(id.to_string());
-        let page = h
-            .registry
-            .call(&ToolCall::new(format!("r{call}"), "spill_read", a))
-            .unwrap();
+        let page = call(h, &format!("r{n}"), "spill_read", a);
         assert!(!page.is_error, "{:?}", page.content);
         let p = text(&page).to_string();
         assert!(p.len() <= 4096, "{}", p.len());
@@ -937,7 +867,7 @@ fn follow_spill_read(h: &Harness, id: &ContentId, first: Value) -> Vec<u8> {
             None => (rep.start + rep.written) as usize,
         };
         let shown = &object[rep.start as usize..page_end];
-        assert_eq!(body, String::from_utf8_lossy(shown), "page {call}");
+        assert_eq!(body, String::from_utf8_lossy(shown), "page {n}");
         raw.extend_from_slice(shown);
         match next {
             Some((unit, range)) => args = json!({ unit: range }),
