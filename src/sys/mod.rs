@@ -96,10 +96,14 @@ mod tests {
     #[test]
     fn writeback_hints_never_fail_the_write() {
         let dir = tempfile::tempdir().unwrap();
-        let f = fs::File::create(dir.path().join("f")).unwrap();
+        let path = dir.path().join("f");
+        let f = fs::File::create(&path).unwrap();
         std::io::Write::write_all(&mut &f, &[7u8; 8192]).unwrap();
         start_writeback(&f, 0, 8192);
+        // Out-of-range hints are ignored too.
+        start_writeback(&f, u64::MAX, 1);
         f.sync_data().unwrap();
+        assert_eq!(fs::read(&path).unwrap(), [7u8; 8192]);
     }
 
     #[test]

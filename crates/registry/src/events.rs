@@ -177,8 +177,7 @@ type Recorder = NoModel;
 /// Without the `test-seams` feature, nothing records.
 #[cfg(not(feature = "test-seams"))]
 #[derive(Clone, Debug)]
-#[doc(hidden)]
-pub enum NoModel {}
+enum NoModel {}
 
 #[cfg(not(feature = "test-seams"))]
 #[allow(dead_code)]
