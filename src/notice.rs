@@ -511,6 +511,26 @@ pub(crate) fn worst_case_len(templates: &NoticeTemplates, path_len: usize) -> (u
     worst
 }
 
+/// The default `stored` template with `--store DIR` in its command, the
+/// directory quoted for a POSIX shell when it needs quoting.
+pub(crate) fn stored_naming_store(root: &std::path::Path) -> String {
+    let dir = root.to_string_lossy();
+    let plain = dir
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@%,=".contains(&b));
+    let quoted = if plain {
+        dir.into_owned()
+    } else {
+        format!("'{}'", dir.replace('\'', "'\\''"))
+    };
+    let braces = quoted.replace('{', "{{").replace('}', "}}");
+    NoticeTemplates::DEFAULT_STORED.replacen(
+        "spillway show",
+        &format!("spillway --store {braces} show"),
+        1,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -327,6 +327,42 @@ impl Policy {
         Ok(())
     }
 
+    /// This policy with a read hint that names `store_root`, for a store that
+    /// is not the default one: the default `stored` template becomes
+    /// `spillway --store DIR show …`, so the hint works pasted as it is. A
+    /// custom `stored` template is kept as written. The CLI and the language
+    /// bindings all do this, so that one input gives one content everywhere.
+    ///
+    /// # Errors
+    ///
+    /// [`PolicyError::Template`] when the path makes the template too long,
+    /// or [`PolicyError::BudgetTooSmall`] when the longer notice no longer
+    /// fits the budget.
+    pub fn naming_store(&self, store_root: &std::path::Path) -> Result<Policy, PolicyError> {
+        if self.0.templates.stored.as_str() != NoticeTemplates::DEFAULT_STORED {
+            return Ok(self.clone());
+        }
+        let text = notice::stored_naming_store(store_root);
+        let stored = text.parse().map_err(|error| PolicyError::Template {
+            which: "stored",
+            error,
+        })?;
+        let mut templates = self.0.templates.clone();
+        templates.stored = stored;
+        let mut config = (*self.0).clone();
+        config.templates = templates;
+        config
+            .templates
+            .validate()
+            .map_err(|error| PolicyError::Template {
+                which: "stored",
+                error,
+            })?;
+        let policy = Policy(Arc::new(config));
+        policy.check_fits(0)?;
+        Ok(policy)
+    }
+
     /// This policy as a config, for printing or saving.
     pub fn to_config(&self) -> PolicyConfig {
         let c = &self.0;
@@ -702,6 +738,33 @@ impl Serialize for Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn naming_store_names_the_store_in_the_default_hint_only() {
+        let p = Policy::default();
+        let named = p
+            .naming_store(std::path::Path::new("/srv/spill s"))
+            .unwrap();
+        let hint = named.templates().stored.as_str();
+        assert!(
+            hint.contains("spillway --store '/srv/spill s' show"),
+            "{hint}"
+        );
+        // Everything else is kept.
+        assert_eq!(named.max_inline_bytes(), p.max_inline_bytes());
+        let custom = NoticeTemplates {
+            stored: "read {short_id}".parse().unwrap(),
+            ..Default::default()
+        };
+        let p = Policy::builder().templates(custom).build().unwrap();
+        let kept = p.naming_store(std::path::Path::new("/srv")).unwrap();
+        assert_eq!(kept.templates().stored.as_str(), "read {short_id}");
+        // A path that cannot fit the template's cap is an error, not a panic.
+        let long = "/x".repeat(400);
+        assert!(Policy::default()
+            .naming_store(std::path::Path::new(&long))
+            .is_err());
+    }
 
     #[test]
     fn defaults_build_and_favour_the_tail() {

@@ -71,36 +71,12 @@ fn spiller(eff: &Effective, store: &Store) -> Result<Spiller> {
     let mut policy = eff.policy()?.clone();
     // The read hint must work pasted as it is: a store that is not the
     // default one is named in it.
-    let defaults = spillway::NoticeTemplates::default();
-    if eff.store_source != config::Source::Default && policy.templates().stored == defaults.stored {
-        let mut templates = policy.templates().clone();
-        templates.stored = store_hint(store.root())
-            .parse()
+    if eff.store_source != config::Source::Default {
+        policy = policy
+            .naming_store(store.root())
             .context("policy: the read hint for this store")?;
-        let mut b = policy.to_config().builder().context("policy")?;
-        b.templates(templates);
-        policy = b.build().context("policy")?;
     }
     Spiller::new(policy, store.clone()).context("policy")
-}
-
-/// The default `stored` template, with `--store DIR` in its command.
-fn store_hint(root: &std::path::Path) -> String {
-    let dir = root.to_string_lossy();
-    let plain = dir
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@%,=".contains(&b));
-    let quoted = if plain {
-        dir.into_owned()
-    } else {
-        format!("'{}'", dir.replace('\'', "'\\''"))
-    };
-    let braces = quoted.replace('{', "{{").replace('}', "}}");
-    spillway::NoticeTemplates::DEFAULT_STORED.replacen(
-        "spillway show",
-        &format!("spillway --store {braces} show"),
-        1,
-    )
 }
 
 /// Finishes a stage; a store failure in fail mode still yields the preview.
