@@ -759,11 +759,15 @@ mod tests {
         let p = Policy::builder().templates(custom).build().unwrap();
         let kept = p.naming_store(std::path::Path::new("/srv")).unwrap();
         assert_eq!(kept.templates().stored.as_str(), "read {short_id}");
-        // A path that cannot fit the template's cap is an error, not a panic.
+        // A path that makes the notice outgrow the budget is an error that
+        // says so, not a panic and not a notice past the budget.
         let long = "/x".repeat(400);
+        let small = Policy::builder().max_inline_bytes(1024).build().unwrap();
+        let err = small.naming_store(std::path::Path::new(&long)).unwrap_err();
+        assert!(matches!(err, PolicyError::BudgetTooSmall { .. }), "{err}");
         assert!(Policy::default()
             .naming_store(std::path::Path::new(&long))
-            .is_err());
+            .is_ok());
     }
 
     #[test]
