@@ -109,7 +109,7 @@ class Store:
         self._native = _spillway.Store(os.fspath(path))
 
     @classmethod
-    def _wrap(cls, native: Any) -> "Store":
+    def _wrap(cls, native: _spillway.Store) -> "Store":
         store = cls.__new__(cls)
         store._native = native
         return store
@@ -285,7 +285,7 @@ class Stage:
 
     __slots__ = ("_native", "outcome")
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: _spillway.Stage) -> None:
         self._native = native
         self.outcome: Optional[Outcome] = None
 
