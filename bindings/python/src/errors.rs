@@ -20,7 +20,7 @@ fn raise(
 ) -> PyErr {
     let made = (|| -> PyResult<PyErr> {
         let class = cell.import(py, "spillway._errors", name)?;
-        let err = class.call1((message.clone(),))?;
+        let err = class.call1((message,))?;
         for (k, v) in attrs {
             err.setattr(*k, v)?;
         }

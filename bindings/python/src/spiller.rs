@@ -65,7 +65,7 @@ impl Spiller {
     /// Applies the policy to a whole text (str or bytes-like).
     fn apply<'py>(&self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let input = Input::extract(data)?;
-        let bytes = input.bytes(py)?;
+        let bytes = input.bytes()?;
         let result = py.detach(|| self.inner.apply(bytes));
         finished(py, result)
     }
@@ -111,7 +111,7 @@ impl Stage {
             ));
         }
         let input = Input::extract(data)?;
-        let bytes = input.bytes(py)?;
+        let bytes = input.bytes()?;
         py.detach(|| match self.lock().as_mut() {
             Some(stage) => {
                 stage.feed(bytes);
@@ -184,7 +184,7 @@ impl<'py> Input<'py> {
         }
     }
 
-    pub fn bytes(&self, _py: Python<'py>) -> PyResult<&[u8]> {
+    pub fn bytes(&self) -> PyResult<&[u8]> {
         Ok(match self {
             Input::Bytes(b) => b.as_bytes(),
             Input::Str(_, Some(b)) => b.as_bytes(),
