@@ -56,6 +56,7 @@
 
 #[cfg(feature = "test-seams")]
 mod crash;
+mod grep;
 mod id;
 mod maintain;
 mod object;
@@ -65,6 +66,7 @@ mod write;
 
 #[cfg(feature = "test-seams")]
 pub use crash::{CrashKind, CrashModel};
+pub use grep::{GrepLine, GrepOptions, GrepReport, MAX_MATCHED_LINE};
 pub use id::{ContentId, IdError, IdPrefix, MIN_PREFIX_DIGITS};
 pub use maintain::{
     CorruptObject, GcOptions, GcReport, Misplaced, References, Stats, VerifyReport,

@@ -403,7 +403,7 @@ impl Store {
     /// file in turn, so a bad copy under one name never hides a good copy
     /// under the other. `f(None)` says that what it was given so far came
     /// from a bad copy and must be forgotten.
-    fn scan_good(
+    pub(super) fn scan_good(
         &self,
         id: &ContentId,
         f: &mut dyn FnMut(Option<&[u8]>),
