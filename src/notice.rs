@@ -511,18 +511,24 @@ pub(crate) fn worst_case_len(templates: &NoticeTemplates, path_len: usize) -> (u
     worst
 }
 
+/// `word` as one word for a POSIX shell: as it is when it holds only safe
+/// characters, else in single quotes.
+pub fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@%,=".contains(&b));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// The default `stored` template with `--store DIR` in its command, the
 /// directory quoted for a POSIX shell when it needs quoting.
 pub(crate) fn stored_naming_store(root: &std::path::Path) -> String {
-    let dir = root.to_string_lossy();
-    let plain = dir
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@%,=".contains(&b));
-    let quoted = if plain {
-        dir.into_owned()
-    } else {
-        format!("'{}'", dir.replace('\'', "'\\''"))
-    };
+    let quoted = shell_quote(&root.to_string_lossy());
     let braces = quoted.replace('{', "{{").replace('}', "}}");
     NoticeTemplates::DEFAULT_STORED.replacen(
         "spillway show",

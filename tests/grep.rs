@@ -170,14 +170,15 @@ fn the_budget_stops_the_listing_and_the_continuation_is_exact() {
     let o = store.put(&data, WriteOptions::zstd(1)).unwrap();
     let re = Regex::new("error").unwrap();
     let mut all = Vec::new();
+    let mut listed: Vec<u64> = Vec::new();
     let mut opts = options(1, 1, None, 1, 1000);
     let mut rounds = 0;
     loop {
         let r: GrepReport = store.grep(&o.id, &re, &opts).unwrap();
-        let printed: usize = r.lines.iter().map(GrepReport::printed_len).sum();
-        assert!(printed <= 1000);
+        assert!(r.printed(true).len() <= 1000);
         assert!(!r.lines.is_empty());
         all.extend(r.lines.iter().filter(|l| l.matched).map(|l| l.line));
+        listed.extend(r.lines.iter().map(|l| l.line));
         rounds += 1;
         match r.next_line {
             Some(n) => opts.from_line = n,
@@ -190,6 +191,10 @@ fn the_budget_stops_the_listing_and_the_continuation_is_exact() {
         "every match once, in order, across {rounds} continuations"
     );
     assert!(rounds > 3);
+    assert!(
+        listed.windows(2).all(|w| w[0] < w[1]),
+        "no line listed twice"
+    );
 }
 
 #[test]

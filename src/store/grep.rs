@@ -31,8 +31,8 @@ pub struct GrepOptions {
     pub max_count: Option<u64>,
     /// The first line searched, from 1. Default 1.
     pub from_line: u64,
-    /// The most bytes the listing may take, each line counted as `grep -n`
-    /// prints it (`N:text\n`). Default 32 KiB.
+    /// The most bytes the listing may take as [`GrepReport::printed`]
+    /// prints it. Default 32 KiB.
     pub max_bytes: usize,
     /// The most bytes of one line's text that are returned; the rest is
     /// counted in [`GrepLine::cut_bytes`]. Default 1,024.
@@ -84,21 +84,39 @@ pub struct GrepReport {
     pub total_lines: u64,
 }
 
-impl GrepReport {
-    /// The bytes a line takes printed as `grep -n` prints it.
-    pub fn printed_len(line: &GrepLine) -> usize {
-        digits(line.line) + 1 + line.text.len() + 1
+impl GrepLine {
+    /// The line as `grep -n` prints it: `N:text` for a match, `N-text` for
+    /// context, a newline after; a cut line ends with `…[+N bytes]`.
+    pub fn printed(&self) -> String {
+        let sep = if self.matched { ':' } else { '-' };
+        let mut out = format!("{}{sep}{}", self.line, self.text);
+        if self.cut_bytes > 0 {
+            out.push_str(&format!(" …[+{} bytes]", self.cut_bytes));
+        }
+        out.push('\n');
+        out
     }
 }
 
-fn digits(mut n: u64) -> usize {
-    let mut d = 1;
-    while n >= 10 {
-        n /= 10;
-        d += 1;
+impl GrepReport {
+    /// The listing as `grep -n` prints it, `--` between groups of lines
+    /// that are not adjacent when there is context.
+    pub fn printed(&self, context: bool) -> String {
+        let mut out = String::new();
+        let mut last = 0;
+        for l in &self.lines {
+            if context && last > 0 && l.line > last + 1 {
+                out.push_str(GROUP_SEPARATOR);
+            }
+            out.push_str(&l.printed());
+            last = l.line;
+        }
+        out
     }
-    d
 }
+
+/// What stands between groups of lines when there is context.
+const GROUP_SEPARATOR: &str = "--\n";
 
 /// The search state over one pass.
 struct Searcher<'a> {
@@ -189,10 +207,28 @@ impl<'a> Searcher<'a> {
         }
     }
 
+    /// The bytes `l` adds to the listing after line `last`.
+    fn cost(&self, last: u64, l: &GrepLine) -> usize {
+        let context = self.opts.before > 0 || self.opts.after > 0;
+        let gap = context && last > 0 && l.line > last + 1;
+        l.printed().len() + if gap { GROUP_SEPARATOR.len() } else { 0 }
+    }
+
+    /// Whether these lines, in order, fit what is left of the budget.
+    fn fits(&self, lines: &[GrepLine]) -> bool {
+        let mut last = self.last_listed;
+        let mut used = self.used;
+        for l in lines {
+            used += self.cost(last, l);
+            last = l.line;
+        }
+        used <= self.opts.max_bytes
+    }
+
     /// Adds a line to the listing, or stops the listing when it does not
     /// fit. Returns whether it was added.
     fn push(&mut self, l: GrepLine) -> bool {
-        let len = GrepReport::printed_len(&l);
+        let len = self.cost(self.last_listed, &l);
         if self.used + len > self.opts.max_bytes {
             self.full = true;
             return false;
@@ -217,15 +253,19 @@ impl<'a> Searcher<'a> {
                     .is_some_and(|max| self.report.matches >= max);
                 let mut listed = false;
                 if !self.full && !capped {
+                    // The match and its before-context go in whole or not
+                    // at all, so a continuation never repeats a line.
                     let last = self.last_listed;
-                    let before: Vec<GrepLine> = self.recent.drain(..).collect();
-                    listed = before
-                        .into_iter()
-                        .filter(|l| l.line > last)
-                        .all(|l| self.push(l));
-                    if listed {
-                        let l = self.listed(true);
-                        listed = self.push(l);
+                    let mut group: Vec<GrepLine> =
+                        self.recent.drain(..).filter(|l| l.line > last).collect();
+                    group.push(self.listed(true));
+                    if self.fits(&group) {
+                        for l in group {
+                            self.push(l);
+                        }
+                        listed = true;
+                    } else {
+                        self.full = true;
                     }
                 }
                 if listed {

@@ -50,6 +50,15 @@ pub enum Command {
         spillway show 3f2a9c01 --lines 120:480\n  \
         spillway show 3f2a9c01 --bytes 0:4096 > head.bin")]
     Show(ShowArgs),
+    /// Search a stored object: matching lines as `N:text`, context lines as
+    /// `N-text`, groups apart as `--`, as `grep -n` prints them. The listing
+    /// stays within a budget; when matches are left, its last line says how
+    /// to continue. Exits 0 when a line matched, 1 when none did.
+    #[command(after_help = "Examples:\n  \
+        spillway grep 3f2a9c01 'error(\\[E[0-9]+\\])?:' -C 2\n  \
+        spillway grep 3f2a9c01 -i 'failed' --max-count 20 --json\n  \
+        spillway grep 3f2a9c01 panicked --from-line 5012")]
+    Grep(GrepArgs),
     /// List stored objects: id, size, size on disk, compression, age.
     #[command(after_help = "Examples:\n  spillway ls\n  spillway ls --json | jq '.[].id'")]
     Ls(JsonArg),
@@ -116,6 +125,38 @@ pub struct ShowArgs {
     /// Only bytes A to B (0-based, half-open; `A:` or `:B` leave an end open).
     #[arg(long, value_name = "A:B")]
     pub bytes: Option<ByteRange>,
+}
+
+#[derive(Args, Debug)]
+pub struct GrepArgs {
+    /// The object's id, or a unique prefix of at least 8 hex digits.
+    pub id: String,
+    /// A regular expression (Rust regex syntax), matched against each line.
+    pub pattern: String,
+    /// Context lines before and after each match.
+    #[arg(short = 'C', long, value_name = "N")]
+    pub context: Option<usize>,
+    /// Context lines before each match (overrides -C).
+    #[arg(short = 'B', long, value_name = "N")]
+    pub before_context: Option<usize>,
+    /// Context lines after each match (overrides -C).
+    #[arg(short = 'A', long, value_name = "N")]
+    pub after_context: Option<usize>,
+    /// Match without regard to case.
+    #[arg(short = 'i', long)]
+    pub ignore_case: bool,
+    /// Stop after N matching lines.
+    #[arg(short = 'm', long, value_name = "N")]
+    pub max_count: Option<u64>,
+    /// Start at line N (a continuation gives it).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub from_line: u64,
+    /// The most the listing may take, as printed.
+    #[arg(long, value_name = "SIZE", default_value = "32KiB")]
+    pub max_bytes: ByteSize,
+    /// Print one JSON object: the lines, the counts and the continuation.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]

@@ -19,7 +19,7 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use spillway_process::{pump, run_merged, widen_pipe, RunError, RunOptions};
 
 use super::args::{
-    ApplyArgs, Cli, Command, ConfigArgs, GcArgs, JsonArg, RunArgs, ShowArgs, VerifyArgs,
+    ApplyArgs, Cli, Command, ConfigArgs, GcArgs, GrepArgs, JsonArg, RunArgs, ShowArgs, VerifyArgs,
 };
 use super::config::{self, Effective};
 use super::emit;
@@ -47,6 +47,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Apply(args) => apply(&eff, &store, args, quiet),
         Command::Run(args) => run_command(&eff, &store, args),
         Command::Show(args) => show(&store, args),
+        Command::Grep(args) => grep(&eff, &store, args),
         Command::Ls(args) => ls(&store, args),
         Command::Verify(args) => verify(&store, args, quiet),
         Command::Gc(args) => gc(&store, args, quiet),
@@ -209,15 +210,8 @@ fn run_command(eff: &Effective, store: &Store, args: RunArgs) -> Result<i32> {
 }
 
 fn show(store: &Store, args: ShowArgs) -> Result<i32> {
-    let id: ContentId = match args.id.parse::<ContentId>() {
-        Ok(id) => id,
-        Err(_) => match args.id.parse::<IdPrefix>() {
-            Ok(prefix) => store.resolve(&prefix)?,
-            Err(e) => {
-                eprintln!("spillway: invalid argument: {e} (see spillway --help)");
-                return Ok(2);
-            }
-        },
+    let Some(id) = object_id(store, &args.id)? else {
+        return Ok(2);
     };
     let sel = match (args.lines, args.bytes) {
         (Some(l), _) => Selection::Lines(l),
@@ -238,6 +232,105 @@ fn show(store: &Store, args: ShowArgs) -> Result<i32> {
         return Ok(1);
     }
     Ok(0)
+}
+
+/// An id as given: whole, or a prefix resolved in the store; `None` (after
+/// saying why) for one that does not parse.
+fn object_id(store: &Store, text: &str) -> Result<Option<ContentId>> {
+    if let Ok(id) = text.parse::<ContentId>() {
+        return Ok(Some(id));
+    }
+    match text.parse::<IdPrefix>() {
+        Ok(prefix) => Ok(Some(store.resolve(&prefix)?)),
+        Err(e) => {
+            eprintln!("spillway: invalid argument: {e} (see spillway --help)");
+            Ok(None)
+        }
+    }
+}
+
+/// Room kept in the budget for the continuation line.
+const CONTINUATION_RESERVE: usize = 256;
+
+fn grep(eff: &Effective, store: &Store, args: GrepArgs) -> Result<i32> {
+    let Some(id) = object_id(store, &args.id)? else {
+        return Ok(2);
+    };
+    let regex = match spillway::regex::bytes::RegexBuilder::new(&args.pattern)
+        .case_insensitive(args.ignore_case)
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("spillway: invalid argument: the pattern does not parse: {e}");
+            return Ok(2);
+        }
+    };
+    // The continuation line repeats the command: its own size is kept out
+    // of the listing's budget.
+    let mut again = String::from("spillway ");
+    if eff.store_source != config::Source::Default {
+        again.push_str(&format!(
+            "--store {} ",
+            spillway::notice::shell_quote(&store.root().to_string_lossy())
+        ));
+    }
+    again.push_str(&format!(
+        "grep {} {}",
+        id.to_string().get(..23).unwrap_or_default(),
+        spillway::notice::shell_quote(&args.pattern)
+    ));
+    let before = args.before_context.or(args.context).unwrap_or(0);
+    let after = args.after_context.or(args.context).unwrap_or(0);
+    if before > 0 {
+        again.push_str(&format!(" -B {before}"));
+    }
+    if after > 0 {
+        again.push_str(&format!(" -A {after}"));
+    }
+    if args.ignore_case {
+        again.push_str(" -i");
+    }
+    if let Some(m) = args.max_count {
+        again.push_str(&format!(" --max-count {m}"));
+    }
+    let budget = usize::try_from(args.max_bytes.get()).unwrap_or(usize::MAX);
+    let reserve = CONTINUATION_RESERVE + again.len();
+    if !args.json && budget < reserve + 64 {
+        eprintln!(
+            "spillway: invalid argument: --max-bytes {} leaves no room for lines beside the continuation note: use at least {}",
+            args.max_bytes,
+            reserve + 64
+        );
+        return Ok(2);
+    }
+    let mut opts = spillway::GrepOptions::default();
+    opts.before = before;
+    opts.after = after;
+    opts.max_count = args.max_count;
+    opts.from_line = args.from_line;
+    opts.max_bytes = if args.json { budget } else { budget - reserve };
+    let report = store.grep(&id, &regex, &opts)?;
+    if args.json {
+        let mut v = serde_json::to_value(&report)?;
+        v["id"] = json!(id);
+        v["continue"] = json!(report.next_line.map(|n| format!("{again} --from-line {n}")));
+        emit(format!("{}\n", serde_json::to_string(&v)?).as_bytes())?;
+    } else {
+        let mut out = report.printed(before > 0 || after > 0);
+        if let Some(n) = report.next_line {
+            out.push_str(&format!(
+                "[spillway: {} more matching line(s) after this listing; continue with: {again} --from-line {n}]\n",
+                report.more_matches
+            ));
+        }
+        emit(out.as_bytes())?;
+    }
+    Ok(if report.matches + report.more_matches > 0 {
+        0
+    } else {
+        1
+    })
 }
 
 fn age(t: Option<SystemTime>) -> String {

@@ -847,3 +847,142 @@ fn run_returns_despite_a_background_child_and_honours_a_timeout() {
     assert_eq!(v["output_cut"], false, "the whole group died");
     assert!(String::from_utf8_lossy(&out.stderr).contains("timed out after 1s"));
 }
+
+/// Stores `data` and returns the object's id.
+fn put(s: &Path, data: &[u8]) -> String {
+    let out = sp_in(s, &["apply", "--json", "--max-inline-bytes", "1KiB"], data);
+    json(&out)["spill"]["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn grep_prints_what_grep_n_prints() {
+    // GNU grep on the same bytes is the oracle: the same lines, numbers,
+    // context markers and group separators.
+    let (_dir, s) = store();
+    let mut data = String::new();
+    for i in 1..=30_000 {
+        data.push_str(&match i % 1000 {
+            0 => format!("test_{i} FAILED: assertion failed\n"),
+            500 => format!("warning: test_{i} is slow\n"),
+            _ => format!("test_{i} ok\n"),
+        });
+    }
+    let file = s.parent().unwrap().join("log.txt");
+    std::fs::write(&file, &data).unwrap();
+    let id = put(&s, data.as_bytes());
+    for (pattern, extra) in [
+        ("FAILED", vec![]),
+        ("FAILED|warning", vec!["-C", "2"]),
+        ("failed", vec!["-i", "-A", "1"]),
+        ("^test_1[0-9]{3} ok$", vec!["-B", "3"]),
+    ] {
+        let mut args = vec!["grep", &id, pattern, "--max-bytes", "64MiB"];
+        args.extend(&extra);
+        let ours = sp(&s, &args);
+        assert_eq!(
+            ours.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&ours.stderr)
+        );
+        let theirs = Command::new("grep")
+            .args(["-n", "-E"])
+            .args(&extra)
+            .arg(pattern)
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stdout),
+            String::from_utf8_lossy(&theirs.stdout),
+            "pattern {pattern} {extra:?}"
+        );
+    }
+}
+
+#[test]
+fn grep_stays_within_its_budget_and_continues_exactly() {
+    let (_dir, s) = store();
+    let data: String = (1..=20_000)
+        .map(|i| format!("{i} {}\n", if i % 3 == 0 { "error" } else { "fine" }))
+        .collect();
+    let id = put(&s, data.as_bytes());
+    let mut from = "1".to_string();
+    let mut seen = Vec::new();
+    loop {
+        let out = sp(
+            &s,
+            &[
+                "grep",
+                &id,
+                "error",
+                "--max-bytes",
+                "4KiB",
+                "--from-line",
+                &from,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.len() <= 4096, "{} bytes", text.len());
+        let mut next = None;
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("[spillway: ") {
+                // The note names the exact command to continue with.
+                assert!(
+                    rest.contains(&format!("grep {} error --from-line ", &id[..23])),
+                    "{rest}"
+                );
+                next = Some(
+                    rest.rsplit(' ')
+                        .next()
+                        .unwrap()
+                        .trim_end_matches(']')
+                        .to_string(),
+                );
+            } else {
+                seen.push(line.split(':').next().unwrap().parse::<u64>().unwrap());
+            }
+        }
+        match next {
+            Some(n) => from = n,
+            None => break,
+        }
+    }
+    let want: Vec<u64> = (1..=20_000).filter(|i| i % 3 == 0).collect();
+    assert_eq!(seen, want);
+}
+
+#[test]
+fn grep_exit_codes_and_bad_input() {
+    let (_dir, s) = store();
+    let id = put(&s, "alpha\nbeta\n".repeat(5000).as_bytes());
+    assert_eq!(sp(&s, &["grep", &id, "gamma"]).status.code(), Some(1));
+    let bad = sp(&s, &["grep", &id, "(unclosed"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("does not parse"));
+    assert_eq!(sp(&s, &["grep", "not-an-id!", "x"]).status.code(), Some(2));
+    assert_eq!(
+        sp(&s, &["grep", &id, "x", "--from-line", "0"])
+            .status
+            .code(),
+        Some(2)
+    );
+    let missing = sp(
+        &s,
+        &[
+            "grep",
+            "blake3:0000000000000000000000000000000000000000000000000000000000000000",
+            "x",
+        ],
+    );
+    assert_eq!(missing.status.code(), Some(1));
+    let j = json(&sp(
+        &s,
+        &["grep", &id, "beta", "--max-count", "3", "--json"],
+    ));
+    assert_eq!(j["matches"], 3);
+    assert_eq!(j["more_matches"], 4997);
+    assert_eq!(j["lines"][0]["line"], 2);
+    assert!(j["continue"].as_str().unwrap().ends_with("--from-line 8"));
+}
