@@ -12,7 +12,7 @@
 //!    keep the content, replace it, or block (error content).
 //! 5. **The spill stage** over the final content: results made entirely of
 //!    text blocks are bounded; any non-text block passes untouched; tools in
-//!    the skip list (default `read`, `spill_read`) pass untouched, so a read of
+//!    the skip list (default `read`, `spill_read`, `spill_grep`) pass untouched, so a read of
 //!    a spilled object cannot be spilled again.
 //! 6. **Append the durable `tool/result` event**, then return the same content.
 //!
@@ -387,8 +387,8 @@ impl RegistryBuilder {
         self
     }
 
-    /// The tools whose results skip the spill stage. Default: `read` and
-    /// `spill_read`.
+    /// The tools whose results skip the spill stage. Default: `read`,
+    /// `spill_read` and `spill_grep`.
     pub fn skip<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
         self.inner.skip = names.into_iter().map(Into::into).collect();
         self
@@ -463,7 +463,7 @@ impl Registry {
                 spiller,
                 values,
                 log,
-                skip: ["read", "spill_read"]
+                skip: ["read", "spill_read", "spill_grep"]
                     .into_iter()
                     .map(String::from)
                     .collect(),

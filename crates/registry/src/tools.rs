@@ -1,4 +1,5 @@
-//! The tools that ship with the registry: `bash` and `spill_read`.
+//! The tools that ship with the registry: `bash`, `spill_read` and
+//! `spill_grep`.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitStatus, Stdio};
@@ -6,7 +7,8 @@ use std::process::{Command, ExitStatus, Stdio};
 use serde_json::Value;
 
 use super::{Block, Cx, Rendered, Tool, ToolError};
-use spillway::{ByteRange, ContentId, IdPrefix, LineRange, Selection};
+use spillway::regex::bytes::RegexBuilder;
+use spillway::{ByteRange, ContentId, GrepOptions, IdPrefix, LineRange, Selection, Store};
 use spillway_process::{run_merged, RunOptions};
 
 /// How an exit reads in a result: nothing for success, else a last line.
@@ -120,15 +122,7 @@ impl Tool for SpillRead {
             .and_then(Value::as_str)
             .ok_or_else(|| bad("spill_read needs a string `id`".into()))?;
         let store = cx.store();
-        let id = match id_text.parse::<ContentId>() {
-            Ok(id) => id,
-            Err(_) => {
-                let p: IdPrefix = id_text.parse().map_err(|e| bad(format!("{e}")))?;
-                store
-                    .resolve(&p)
-                    .map_err(|e| ToolError::Failed(e.to_string()))?
-            }
-        };
+        let id = object_id(store, id_text)?;
         let lines = args.get("lines").and_then(Value::as_str);
         let bytes = args.get("bytes").and_then(Value::as_str);
         let sel = match (lines, bytes) {
@@ -194,6 +188,101 @@ impl Tool for SpillRead {
             "{}{note}",
             String::from_utf8_lossy(&data[..shown])
         ))]))
+    }
+}
+
+/// An id as a call gives it: whole, or a prefix resolved in the store.
+fn object_id(store: &Store, text: &str) -> Result<ContentId, ToolError> {
+    match text.parse::<ContentId>() {
+        Ok(id) => Ok(id),
+        Err(_) => {
+            let p: IdPrefix = text
+                .parse()
+                .map_err(|e| ToolError::InvalidArgs(format!("{e}")))?;
+            store
+                .resolve(&p)
+                .map_err(|e| ToolError::Failed(e.to_string()))
+        }
+    }
+}
+
+/// `spill_grep`: `{ "id": …, "pattern": "regex", "context": N, "max_count":
+/// N, "ignore_case": bool, "from_line": N }`. Searches a stored object as
+/// `spillway grep` does: matching lines as `N:text`, context lines as
+/// `N-text`, groups apart as `--`, within the registry's budget; when
+/// matches are left, a last line gives the `from_line` to continue from.
+/// It is in the default skip list, like `spill_read`.
+#[derive(Debug, Default)]
+pub struct SpillGrep;
+
+fn count(args: &Value, key: &str) -> Result<Option<u64>, ToolError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+            ToolError::InvalidArgs(format!(
+                "spill_grep: `{key}` must be a whole number, 0 or more"
+            ))
+        }),
+    }
+}
+
+impl Tool for SpillGrep {
+    fn name(&self) -> &str {
+        "spill_grep"
+    }
+
+    fn execute(&self, cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
+        let bad = |m: &str| ToolError::InvalidArgs(m.to_string());
+        let id_text = args
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("spill_grep needs a string `id`"))?;
+        let pattern = args
+            .get("pattern")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("spill_grep needs a string `pattern` (a regular expression)"))?;
+        let ignore_case = match args.get("ignore_case") {
+            None | Some(Value::Null) => false,
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| bad("spill_grep: `ignore_case` must be true or false"))?,
+        };
+        let regex = RegexBuilder::new(pattern)
+            .case_insensitive(ignore_case)
+            .build()
+            .map_err(|e| {
+                ToolError::InvalidArgs(format!("spill_grep: the pattern does not parse: {e}"))
+            })?;
+        let context = count(args, "context")?.unwrap_or(0);
+        let context = usize::try_from(context.min(1000)).unwrap_or(1000);
+        let from_line = count(args, "from_line")?.unwrap_or(1);
+        if from_line == 0 {
+            return Err(bad("spill_grep: `from_line` counts from 1"));
+        }
+        let store = cx.store();
+        let id = object_id(store, id_text)?;
+        let mut opts = GrepOptions::default();
+        opts.before = context;
+        opts.after = context;
+        opts.max_count = count(args, "max_count")?;
+        opts.from_line = from_line;
+        opts.max_bytes = cx.policy().max_inline_bytes().saturating_sub(NOTE_ROOM);
+        let report = store
+            .grep(&id, &regex, &opts)
+            .map_err(|e| ToolError::Failed(e.to_string()))?;
+        let mut text = report.printed(context > 0);
+        if report.matches == 0 && report.more_matches == 0 {
+            text = format!(
+                "[spill_grep: no line of {} lines matches]",
+                report.total_lines
+            );
+        } else if let Some(n) = report.next_line {
+            text.push_str(&format!(
+                "[spill_grep: {} more matching line(s); continue with from_line={n}]",
+                report.more_matches
+            ));
+        }
+        Ok(Rendered::Blocks(vec![Block::text(text)]))
     }
 }
 

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use spillway::{ContentId, Durability, Policy, Selection, Spiller, Store};
+use spillway::{ContentId, Durability, Policy, Selection, Spiller, Store, WriteOptions};
 use spillway_registry::card::{cards, HostFrame};
 use spillway_registry::events::{replay, replay_file, Event, LogSync, SessionLog};
 use spillway_registry::run_code::{CodeHost, CodeRunFailed, RunCode, NO_OUTPUT};
-use spillway_registry::tools::{Bash, SpillRead};
+use spillway_registry::tools::{Bash, SpillGrep, SpillRead};
 use spillway_registry::{
     Block, Cx, OutputScanner, PostDecision, PostPolicy, Registry, Rendered, Tool, ToolCall,
     ToolError, ToolResult,
@@ -230,6 +230,7 @@ fn harness(budget: Option<usize>) -> Harness {
         .tool(Echo)
         .tool(Bash::default())
         .tool(SpillRead)
+        .tool(SpillGrep)
         .tool(Big("big", runs.clone()))
         .tool(Big("read", runs.clone()))
         .tool(Picture)
@@ -914,4 +915,73 @@ fn spill_read_continuations_are_exact_raw_offsets() {
             );
         }
     }
+}
+
+/// `spill_grep` finds what a preview omitted: every matching line of the
+/// stored object, once, across continuations, each page within the budget,
+/// never spilled itself.
+#[test]
+fn spill_grep_pages_through_every_match_within_the_budget() {
+    let h = harness(None);
+    let store = h.registry.store().clone();
+    let mut log = String::new();
+    for i in 1..=40_000 {
+        log.push_str(&if i % 97 == 0 {
+            format!("test_{i} FAILED: expected {i}\n")
+        } else {
+            format!("test_{i} ok\n")
+        });
+    }
+    let id = store.put(log.as_bytes(), WriteOptions::zstd(1)).unwrap().id;
+    let mut from = 1u64;
+    let mut found = Vec::new();
+    for n in 0..1000 {
+        let r = call(
+            &h,
+            &format!("g{n}"),
+            "spill_grep",
+            json!({ "id": id.to_string()[..23], "pattern": "failed", "ignore_case": true, "context": 1, "from_line": from }),
+        );
+        assert!(!r.is_error, "{:?}", r.content);
+        let t = text(&r).to_string();
+        assert!(t.len() <= 4096, "{}", t.len());
+        let mut next = None;
+        for line in t.lines() {
+            if let Some(note) = line.strip_prefix("[spill_grep: ") {
+                next = Some(
+                    note.rsplit("from_line=")
+                        .next()
+                        .unwrap()
+                        .trim_end_matches(']')
+                        .parse::<u64>()
+                        .unwrap(),
+                );
+            } else if let Some((num, rest)) = line.split_once(':') {
+                assert!(rest.contains("FAILED"), "{line}");
+                found.push(num.parse::<u64>().unwrap());
+            } else {
+                assert!(line == "--" || line.split_once('-').is_some(), "{line}");
+            }
+        }
+        match next {
+            Some(n) => from = n,
+            None => break,
+        }
+    }
+    let want: Vec<u64> = (1..=40_000).filter(|i| i % 97 == 0).collect();
+    assert_eq!(found, want);
+    let none = call(
+        &h,
+        "g-none",
+        "spill_grep",
+        json!({ "id": id.to_string(), "pattern": "panicked" }),
+    );
+    assert!(text(&none).starts_with("[spill_grep: no line of 40000 lines matches]"));
+    let bad = call(
+        &h,
+        "g-bad",
+        "spill_grep",
+        json!({ "id": id.to_string(), "pattern": "(" }),
+    );
+    assert!(bad.is_error);
 }

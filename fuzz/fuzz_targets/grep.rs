@@ -1,0 +1,61 @@
+//! `Store::grep` on arbitrary objects and options: no panic, the listing
+//! within its budget, in line order, never a line twice, and the matches it
+//! lists are the lines a plain scan finds.
+#![no_main]
+
+use arbitrary::Arbitrary;
+use libfuzzer_sys::fuzz_target;
+use spillway::regex::bytes::Regex;
+use spillway::{Durability, GrepOptions};
+
+mod common;
+
+const PATTERNS: [&str; 6] = ["error", "(?i)fail", "^$", "a.c", "[0-9]+$", "\\xff"];
+
+#[derive(Arbitrary, Debug)]
+struct Case {
+    zstd: bool,
+    pattern: u8,
+    before: u8,
+    after: u8,
+    max_count: Option<u8>,
+    from_line: u8,
+    max_bytes: u16,
+    max_line_bytes: u8,
+    content: Vec<u8>,
+}
+
+fuzz_target!(|c: Case| {
+    let store = common::store();
+    let compression = if c.zstd {
+        spillway::Compression::Zstd { level: 1 }
+    } else {
+        spillway::Compression::None
+    };
+    let stored = store
+        .put(&c.content, compression.write_options(Durability::Relaxed))
+        .expect("put");
+    let re = Regex::new(PATTERNS[c.pattern as usize % PATTERNS.len()]).unwrap();
+    let mut opts = GrepOptions::default();
+    opts.before = usize::from(c.before % 4);
+    opts.after = usize::from(c.after % 4);
+    opts.max_count = c.max_count.map(u64::from);
+    opts.from_line = 1 + u64::from(c.from_line % 8);
+    opts.max_bytes = usize::from(c.max_bytes);
+    opts.max_line_bytes = usize::from(c.max_line_bytes);
+    let report = store.grep(&stored.id, &re, &opts).expect("grep");
+    assert!(report.printed(opts.before + opts.after > 0).len() <= opts.max_bytes);
+    assert!(report.lines.windows(2).all(|w| w[0].line < w[1].line));
+    let lines: Vec<&[u8]> = c.content.split(|&b| b == b'\n').collect();
+    for l in &report.lines {
+        let line = lines[(l.line - 1) as usize];
+        assert!(l.line >= opts.from_line);
+        if l.matched {
+            assert!(re.is_match(line));
+        }
+    }
+    if let Some(n) = report.next_line {
+        assert!(report.more_matches > 0 && report.lines.last().is_none_or(|l| l.line < n));
+    }
+    common::clean(store);
+});
