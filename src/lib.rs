@@ -65,12 +65,11 @@ pub use notice::{NoticeTemplates, Template, TemplateError};
 pub use policy::{
     Compression, Durability, OnStoreError, Policy, PolicyBuilder, PolicyConfig, PolicyError,
 };
-/// The regex crate [`Store::grep`] takes its patterns from.
-pub use regex;
+
 pub use stage::{FinishError, Outcome, Spiller, Stage};
 pub use store::{
-    ByteRange, ContentId, Encoding, GcOptions, GcReport, GrepLine, GrepOptions, GrepReport,
-    IdError, IdPrefix, LineRange, Selection, Stats, Store, StoreError, StoreErrorKind,
+    ByteRange, ContentId, Encoding, GcOptions, GcReport, GrepLine, GrepOptions, GrepPattern,
+    GrepReport, IdError, IdPrefix, LineRange, Selection, Stats, Store, StoreError, StoreErrorKind,
     StoredObject, VerifyReport, WriteOptions,
 };
 pub use units::{ByteSize, HumanDuration, ParseUnitError};

@@ -19,6 +19,64 @@ use super::{ContentId, Store, StoreError};
 /// bounded for any object.
 pub const MAX_MATCHED_LINE: usize = 1 << 20;
 
+/// A regular expression (Rust regex syntax) as [`Store::grep`] matches it:
+/// against each line, without its newline.
+#[derive(Clone, Debug)]
+pub struct GrepPattern {
+    /// Matched against one line.
+    line: regex::bytes::Regex,
+    /// The same pattern in multi-line mode, matched against many lines at
+    /// once to skip the lines that cannot match. Any line the pattern
+    /// matches, it matches within a block too, so a block without a match
+    /// holds no matching line. `None` for patterns where that may not hold
+    /// (text anchors `\A`, `\z`, flags turned off inline).
+    block: Option<regex::bytes::Regex>,
+}
+
+/// A pattern that does not parse, or is too large.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PatternError(String);
+
+impl std::fmt::Display for PatternError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PatternError {}
+
+impl GrepPattern {
+    /// Compiles `pattern`, optionally without regard to case.
+    ///
+    /// # Errors
+    ///
+    /// [`PatternError`] saying why the pattern does not parse.
+    pub fn new(pattern: &str, case_insensitive: bool) -> Result<Self, PatternError> {
+        let build = |p: &str| {
+            regex::bytes::RegexBuilder::new(p)
+                .case_insensitive(case_insensitive)
+                .build()
+                .map_err(|e| PatternError(e.to_string()))
+        };
+        let line = build(pattern)?;
+        let unsafe_for_blocks = ["\\A", "\\z", "(?-", "\\Q"]
+            .iter()
+            .any(|t| pattern.contains(t))
+            || pattern.contains("(?") && pattern.contains('-');
+        let block = if unsafe_for_blocks {
+            None
+        } else {
+            build(&format!("(?m)(?:{pattern})")).ok()
+        };
+        Ok(GrepPattern { line, block })
+    }
+
+    /// Whether one line (without its newline) matches.
+    pub fn is_match(&self, line: &[u8]) -> bool {
+        self.line.is_match(line)
+    }
+}
+
 /// How [`Store::grep`] searches and how much it returns.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -120,7 +178,7 @@ const GROUP_SEPARATOR: &str = "--\n";
 
 /// The search state over one pass.
 struct Searcher<'a> {
-    regex: &'a regex::bytes::Regex,
+    pattern: &'a GrepPattern,
     opts: &'a GrepOptions,
     report: GrepReport,
     /// The current line so far (its first MAX_MATCHED_LINE bytes).
@@ -142,9 +200,9 @@ struct Searcher<'a> {
 }
 
 impl<'a> Searcher<'a> {
-    fn new(regex: &'a regex::bytes::Regex, opts: &'a GrepOptions) -> Self {
+    fn new(pattern: &'a GrepPattern, opts: &'a GrepOptions) -> Self {
         Searcher {
-            regex,
+            pattern,
             opts,
             report: GrepReport::default(),
             partial: Vec::new(),
@@ -158,20 +216,84 @@ impl<'a> Searcher<'a> {
         }
     }
 
-    fn feed(&mut self, mut chunk: &[u8]) {
-        while !chunk.is_empty() {
-            match memchr::memchr(b'\n', chunk) {
-                Some(i) => {
-                    self.take(&chunk[..i]);
-                    self.end_line();
-                    chunk = &chunk[i + 1..];
+    fn feed(&mut self, chunk: &[u8]) {
+        // The line already begun, then the whole lines, then the start of
+        // the next one.
+        let Some(first) = memchr::memchr(b'\n', chunk) else {
+            self.take(chunk);
+            return;
+        };
+        self.take(&chunk[..first]);
+        self.end_line();
+        let rest = &chunk[first + 1..];
+        let whole = memchr::memrchr(b'\n', rest).map_or(0, |i| i + 1);
+        match &self.pattern.block {
+            Some(block) => self.lines_skipping(block, &rest[..whole]),
+            None => self.lines(&rest[..whole]),
+        }
+        self.take(&rest[whole..]);
+    }
+
+    /// Whole lines (each ending in `\n`), one by one.
+    fn lines(&mut self, mut region: &[u8]) {
+        while let Some(i) = memchr::memchr(b'\n', region) {
+            self.take(&region[..i]);
+            self.end_line();
+            region = &region[i + 1..];
+        }
+    }
+
+    /// Whole lines, where those before the block pattern's next match are
+    /// passed over in bulk: counted, and only the ones that context needs
+    /// looked at.
+    fn lines_skipping(&mut self, block: &regex::bytes::Regex, region: &[u8]) {
+        let mut at = 0;
+        while at < region.len() {
+            // Owed after-context, and lines before `from_line`, line by line.
+            while self.after_left > 0 && !self.full && at < region.len() {
+                at = self.one_line(region, at);
+            }
+            if at >= region.len() {
+                return;
+            }
+            let stop = match block.find_at(region, at) {
+                // The line the match starts in.
+                Some(m) => memchr::memrchr(b'\n', &region[..m.start()]).map_or(0, |i| i + 1),
+                None => region.len(),
+            };
+            let stop = stop.max(at);
+            // Lines at..stop hold no match: skip all but the last `before`.
+            let keep = if self.full { 0 } else { self.opts.before };
+            let mut tail_start = stop;
+            for _ in 0..keep {
+                if tail_start <= at {
+                    break;
                 }
-                None => {
-                    self.take(chunk);
-                    return;
-                }
+                tail_start =
+                    memchr::memrchr(b'\n', &region[at..tail_start - 1]).map_or(at, |i| at + i + 1);
+            }
+            let skipped = bytecount::count(&region[at..tail_start], b'\n') as u64;
+            self.line += skipped;
+            if skipped > 0 {
+                self.recent.clear();
+            }
+            at = tail_start;
+            while at < stop {
+                at = self.one_line(region, at);
+            }
+            if stop < region.len() {
+                // The line the match starts in, checked as a line.
+                at = self.one_line(region, at);
             }
         }
+    }
+
+    /// The line starting at `at` in `region`; returns where the next begins.
+    fn one_line(&mut self, region: &[u8], at: usize) -> usize {
+        let end = memchr::memchr(b'\n', &region[at..]).map_or(region.len(), |i| at + i);
+        self.take(&region[at..end]);
+        self.end_line();
+        end + 1
     }
 
     fn take(&mut self, bytes: &[u8]) {
@@ -245,7 +367,7 @@ impl<'a> Searcher<'a> {
     fn end_line(&mut self) {
         let n = self.line;
         if n >= self.opts.from_line {
-            let matched = self.regex.is_match(&self.partial);
+            let matched = self.pattern.line.is_match(&self.partial);
             if matched {
                 let capped = self
                     .opts
@@ -300,8 +422,7 @@ impl<'a> Searcher<'a> {
 }
 
 impl Store {
-    /// Searches an object for lines matching `regex` (matched on each line
-    /// without its newline), in one pass, verified against the id.
+    /// Searches an object for lines matching `pattern`, in one pass, verified against the id.
     ///
     /// # Errors
     ///
@@ -309,10 +430,10 @@ impl Store {
     pub fn grep(
         &self,
         id: &ContentId,
-        regex: &regex::bytes::Regex,
+        pattern: &GrepPattern,
         opts: &GrepOptions,
     ) -> Result<GrepReport, StoreError> {
-        let mut searcher = Some(Searcher::new(regex, opts));
+        let mut searcher = Some(Searcher::new(pattern, opts));
         self.scan_good(id, &mut |chunk| match chunk {
             Some(c) => {
                 if let Some(s) = searcher.as_mut() {
@@ -320,7 +441,7 @@ impl Store {
                 }
             }
             // A bad copy: forget what it gave.
-            None => searcher = Some(Searcher::new(regex, opts)),
+            None => searcher = Some(Searcher::new(pattern, opts)),
         })?;
         Ok(searcher.map(Searcher::finish).unwrap_or_default())
     }

@@ -66,7 +66,7 @@ mod write;
 
 #[cfg(feature = "test-seams")]
 pub use crash::{CrashKind, CrashModel};
-pub use grep::{GrepLine, GrepOptions, GrepReport, MAX_MATCHED_LINE};
+pub use grep::{GrepLine, GrepOptions, GrepPattern, GrepReport, PatternError, MAX_MATCHED_LINE};
 pub use id::{ContentId, IdError, IdPrefix, MIN_PREFIX_DIGITS};
 pub use maintain::{
     CorruptObject, GcOptions, GcReport, Misplaced, References, Stats, VerifyReport,

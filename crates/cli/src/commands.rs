@@ -256,10 +256,7 @@ fn grep(eff: &Effective, store: &Store, args: GrepArgs) -> Result<i32> {
     let Some(id) = object_id(store, &args.id)? else {
         return Ok(2);
     };
-    let regex = match spillway::regex::bytes::RegexBuilder::new(&args.pattern)
-        .case_insensitive(args.ignore_case)
-        .build()
-    {
+    let regex = match spillway::GrepPattern::new(&args.pattern, args.ignore_case) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("spillway: invalid argument: the pattern does not parse: {e}");

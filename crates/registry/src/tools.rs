@@ -7,8 +7,9 @@ use std::process::{Command, ExitStatus, Stdio};
 use serde_json::Value;
 
 use super::{Block, Cx, Rendered, Tool, ToolError};
-use spillway::regex::bytes::RegexBuilder;
-use spillway::{ByteRange, ContentId, GrepOptions, IdPrefix, LineRange, Selection, Store};
+use spillway::{
+    ByteRange, ContentId, GrepOptions, GrepPattern, IdPrefix, LineRange, Selection, Store,
+};
 use spillway_process::{run_merged, RunOptions};
 
 /// How an exit reads in a result: nothing for success, else a last line.
@@ -247,12 +248,9 @@ impl Tool for SpillGrep {
                 .as_bool()
                 .ok_or_else(|| bad("spill_grep: `ignore_case` must be true or false"))?,
         };
-        let regex = RegexBuilder::new(pattern)
-            .case_insensitive(ignore_case)
-            .build()
-            .map_err(|e| {
-                ToolError::InvalidArgs(format!("spill_grep: the pattern does not parse: {e}"))
-            })?;
+        let regex = GrepPattern::new(pattern, ignore_case).map_err(|e| {
+            ToolError::InvalidArgs(format!("spill_grep: the pattern does not parse: {e}"))
+        })?;
         let context = count(args, "context")?.unwrap_or(0);
         let context = usize::try_from(context.min(1000)).unwrap_or(1000);
         let from_line = count(args, "from_line")?.unwrap_or(1);
