@@ -65,7 +65,7 @@ def main():
                 ours = median_ms([BIN, "--store", store, "grep", spill["id"], pattern, "--max-bytes", "1GiB"], sink)
                 if compression == "zstd":
                     base_cmd = f"zstdcat -q {spill['path']} | grep -n '{pattern}'"
-                    base_label = "zstdcat | grep -n"
+                    base_label = "zstdcat \\| grep -n"
                 else:
                     base_cmd = f"grep -n '{pattern}' {spill['path']}"
                     base_label = "grep -n"
