@@ -31,7 +31,7 @@ pub mod events;
 pub mod run_code;
 pub mod tools;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -347,6 +347,8 @@ pub struct Registry {
     pre: Vec<Arc<dyn PrePolicy>>,
     post: Vec<Arc<dyn PostPolicy>>,
     spiller: Spiller,
+    /// Policies of their own, by tool name, on the same store.
+    per_tool: HashMap<String, Spiller>,
     values: Spiller,
     log: Arc<SessionLog>,
     skip: HashSet<String>,
@@ -385,6 +387,25 @@ impl RegistryBuilder {
     pub fn post(mut self, p: impl PostPolicy + 'static) -> Self {
         self.inner.post.push(Arc::new(p));
         self
+    }
+
+    /// A policy of its own for the tool `name` (a web fetch may get 8 KiB
+    /// while `bash` gets 32 KiB); other tools keep the registry's. The
+    /// tool's outer results, and the durable copies of its nested calls,
+    /// are bounded by it; its objects go to the same store. A policy whose
+    /// notice does not fit its budget with this store's paths is refused.
+    ///
+    /// # Errors
+    ///
+    /// [`spillway::PolicyError`] when the policy does not fit the store.
+    pub fn policy(
+        mut self,
+        name: impl Into<String>,
+        policy: Policy,
+    ) -> Result<Self, spillway::PolicyError> {
+        let spiller = Spiller::new(policy, self.inner.spiller.store().clone())?;
+        self.inner.per_tool.insert(name.into(), spiller);
+        Ok(self)
     }
 
     /// The tools whose results skip the spill stage. Default: `read`,
@@ -461,6 +482,7 @@ impl Registry {
                 pre: Vec::new(),
                 post: Vec::new(),
                 spiller,
+                per_tool: HashMap::new(),
                 values,
                 log,
                 skip: ["read", "spill_read", "spill_grep"]
@@ -479,6 +501,12 @@ impl Registry {
     /// The store.
     pub fn store(&self) -> &Store {
         self.spiller.store()
+    }
+
+    /// The spill stage that bounds the tool `name`: its own policy, else
+    /// the registry's.
+    pub fn spiller_for(&self, name: &str) -> &Spiller {
+        self.per_tool.get(name).unwrap_or(&self.spiller)
     }
 
     fn precheck(&self, call: &ToolCall) -> Result<Arc<dyn Tool>, ToolError> {
@@ -561,7 +589,7 @@ impl Registry {
                 // they are bounded by the budget; other blocks (images,
                 // audio) pass untouched, in their places.
                 if let Some(text) = joined_text(&content) {
-                    let o = finish_bounded(self.spiller.apply(text.as_bytes()));
+                    let o = finish_bounded(self.spiller_for(&call.tool).apply(text.as_bytes()));
                     meta.total_bytes = Some(o.0.total_bytes);
                     if o.0.spilled {
                         content = replace_text(content, o.0.content);
@@ -638,7 +666,7 @@ impl Cx<'_> {
             }
         } else {
             ToolStage {
-                stage: self.registry.spiller.stage(),
+                stage: self.registry.spiller_for(&self.call.tool).stage(),
                 scanners: self
                     .registry
                     .post
@@ -669,9 +697,9 @@ impl Cx<'_> {
         self.registry.store()
     }
 
-    /// The registry's policy.
+    /// The policy that bounds this call's tool.
     pub fn policy(&self) -> &Policy {
-        self.registry.spiller.policy()
+        self.registry.spiller_for(&self.call.tool).policy()
     }
 
     /// Runs a program's `n`th nested call: pre-policies apply, post-policies
@@ -705,7 +733,7 @@ impl Cx<'_> {
             Ok(Rendered::Streamed(o)) => (o.content, false),
             Err(e) => (e.to_string(), true),
         };
-        let (bounded, _) = finish_bounded(reg.spiller.apply(text.as_bytes()));
+        let (bounded, _) = finish_bounded(reg.spiller_for(tool).apply(text.as_bytes()));
         let _ = reg.log.append(&Event::CodeDispatch {
             sub_call_id,
             parent_call_id: self.call_id.clone(),

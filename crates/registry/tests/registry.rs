@@ -985,3 +985,96 @@ fn spill_grep_pages_through_every_match_within_the_budget() {
     );
     assert!(bad.is_error);
 }
+
+/// A tool with a policy of its own is bounded by it, in outer calls and in
+/// the durable copies of nested ones; other tools keep the registry's; every
+/// full output lands in the one store.
+#[test]
+fn a_tool_policy_bounds_that_tool_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store")).unwrap();
+    let policy = |bytes: u64| {
+        Policy::builder()
+            .max_inline_bytes(bytes)
+            .durability(Durability::Relaxed)
+            .templates(spillway_registry::spill_read_templates())
+            .build()
+            .unwrap()
+    };
+    let log_path = dir.path().join("session.jsonl");
+    let log = Arc::new(SessionLog::open(&log_path, LogSync::EveryEvent).unwrap());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let programs: Program = |_code, host| {
+        host.call("web_fetch", json!({ "bytes": 50_000 }))
+            .map_err(|e| host.fail(e))?;
+        Ok(Some(json!("done")))
+    };
+    let registry = Registry::builder(Spiller::new(policy(8192), store.clone()).unwrap(), log)
+        .unwrap()
+        .tool(Big("web_fetch", runs.clone()))
+        .tool(Big("big", runs.clone()))
+        .tool(RunCode::new(programs))
+        .tool(SpillRead)
+        .policy("web_fetch", policy(1024))
+        .unwrap()
+        .build();
+    let fetch = registry
+        .call(&ToolCall::new(
+            "c1",
+            "web_fetch",
+            json!({ "bytes": 50_000 }),
+        ))
+        .unwrap();
+    let big = registry
+        .call(&ToolCall::new("c2", "big", json!({ "bytes": 50_000 })))
+        .unwrap();
+    let fetched = text(&fetch);
+    let other = text(&big);
+    assert!(
+        fetched.len() <= 1024 && fetched.len() > 512,
+        "{}",
+        fetched.len()
+    );
+    assert!(other.len() <= 8192 && other.len() > 4096, "{}", other.len());
+    // The same 50,000 bytes, stored once.
+    assert_eq!(fetch.meta.spills, big.meta.spills);
+    registry
+        .call(&ToolCall::new("c3", "run_code", json!({ "code": "fetch" })))
+        .unwrap();
+    let copies: Vec<_> = replay_file(&log_path)
+        .unwrap()
+        .events
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::CodeDispatch { content, .. } => Some(content),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(copies.len(), 1);
+    assert!(copies[0][0].as_text().unwrap().len() <= 1024);
+    // A policy whose notice prints object paths, and whose budget fits the
+    // notice only without them, is refused for this store.
+    let mut t = spillway::NoticeTemplates::default();
+    t.stored = "stored at {path}".parse().unwrap();
+    let needed = Policy::builder()
+        .templates(t.clone())
+        .build()
+        .unwrap()
+        .notice_bound(0)
+        .0
+        + 2;
+    let tight = Policy::builder()
+        .templates(t)
+        .max_inline_bytes(needed as u64)
+        .build()
+        .unwrap();
+    let log2 =
+        Arc::new(SessionLog::open(dir.path().join("s2.jsonl"), LogSync::EveryEvent).unwrap());
+    let refused = Registry::builder(Spiller::new(policy(4096), store).unwrap(), log2)
+        .unwrap()
+        .policy("x", tight);
+    assert!(matches!(
+        refused,
+        Err(spillway::PolicyError::BudgetTooSmall { .. })
+    ));
+}
