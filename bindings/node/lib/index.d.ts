@@ -69,15 +69,8 @@ export class SpillwayError extends Error {
   outcome?: Outcome
 }
 
-export interface ListedObject {
-  id: string
-  path: string
-  bytes: number
-  storedBytes: number
-  compression: 'none' | 'zstd'
-  truncated: boolean
-  dedup: boolean
-}
+/** An object as `Store.list` gives it (`dedup` is false in a listing). */
+export type ListedObject = StoredObject
 
 export interface VerifyReport {
   ok: number
