@@ -52,6 +52,7 @@ compile_error!(
      and durably"
 );
 
+pub mod json;
 mod measure;
 pub mod notice;
 pub mod policy;
@@ -61,6 +62,7 @@ pub mod store;
 mod sys;
 pub mod units;
 
+pub use json::{Format, JsonPointer, PointerError};
 pub use notice::{NoticeTemplates, Template, TemplateError};
 pub use policy::{
     Compression, Durability, OnStoreError, Policy, PolicyBuilder, PolicyConfig, PolicyError,

@@ -19,6 +19,7 @@
 //! | `{error}` | why the output could not be stored (at most 160 bytes, one line) |
 //! | `{notes}` | extra facts, each starting with `; ` (invalid UTF-8, bytes not stored), or nothing |
 //! | `{location}` | the `stored` or `unsaved` template, rendered (not allowed inside those two) |
+//! | `{pointer}` | only in the `pointer` template: the JSON Pointer of an elided value, as one shell word |
 
 use std::fmt;
 use std::sync::Arc;
@@ -50,9 +51,10 @@ pub(crate) enum Var {
     Error,
     Notes,
     Location,
+    Pointer,
 }
 
-const VARS: [(&str, Var); 18] = [
+const VARS: [(&str, Var); 19] = [
     ("total_bytes", Var::TotalBytes),
     ("total_lines", Var::TotalLines),
     ("omitted_bytes", Var::OmittedBytes),
@@ -71,6 +73,7 @@ const VARS: [(&str, Var); 18] = [
     ("error", Var::Error),
     ("notes", Var::Notes),
     ("location", Var::Location),
+    ("pointer", Var::Pointer),
 ];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,6 +110,8 @@ pub enum TemplateError {
     Empty,
     /// `{location}` inside the `stored` or `unsaved` template.
     NestedLocation,
+    /// `{pointer}` outside the `pointer` template, or `{location}` inside it.
+    MisplacedPointer,
 }
 
 impl fmt::Display for TemplateError {
@@ -127,6 +132,9 @@ impl fmt::Display for TemplateError {
             TemplateError::NestedLocation => {
                 f.write_str("{location} cannot be used inside the stored or unsaved template")
             }
+            TemplateError::MisplacedPointer => f.write_str(
+                "{pointer} belongs in the pointer template only, and {location} cannot be used there",
+            ),
         }
     }
 }
@@ -229,6 +237,10 @@ pub struct NoticeTemplates {
     pub stored: Template,
     /// `{location}` when storing failed. Default: [`NoticeTemplates::DEFAULT_UNSAVED`].
     pub unsaved: Template,
+    /// How a JSON preview's markers say to read an elided value back, with
+    /// `{pointer}` for its JSON Pointer. Default:
+    /// [`NoticeTemplates::DEFAULT_POINTER`].
+    pub pointer: Template,
 }
 
 impl NoticeTemplates {
@@ -247,6 +259,8 @@ impl NoticeTemplates {
         "Output stored; read it with: spillway show {short_id} --{read_unit} {read_range}";
     /// The default `unsaved` template.
     pub const DEFAULT_UNSAVED: &'static str = "The full output could not be saved: {error}";
+    /// The default `pointer` template.
+    pub const DEFAULT_POINTER: &'static str = "spillway show {short_id} --pointer {pointer}";
 
     /// Whether any template prints `var`.
     pub(crate) fn uses(&self, var: Var) -> bool {
@@ -265,6 +279,16 @@ impl NoticeTemplates {
         if self.stored.uses(Var::Location) || self.unsaved.uses(Var::Location) {
             return Err(TemplateError::NestedLocation);
         }
+        let text = [
+            &self.omitted,
+            &self.binary,
+            &self.lossy,
+            &self.stored,
+            &self.unsaved,
+        ];
+        if text.iter().any(|t| t.uses(Var::Pointer)) || self.pointer.uses(Var::Location) {
+            return Err(TemplateError::MisplacedPointer);
+        }
         Ok(())
     }
 }
@@ -277,6 +301,7 @@ impl Default for NoticeTemplates {
             lossy: Template::parse_default(Self::DEFAULT_LOSSY),
             stored: Template::parse_default(Self::DEFAULT_STORED),
             unsaved: Template::parse_default(Self::DEFAULT_UNSAVED),
+            pointer: Template::parse_default(Self::DEFAULT_POINTER),
         }
     }
 }
@@ -323,6 +348,8 @@ pub(crate) struct Facts<'a> {
     pub stored_bytes: u64,
     pub unstored_bytes: u64,
     pub invalid_utf8: bool,
+    /// The JSON Pointer, for the `pointer` template.
+    pub pointer: &'a str,
 }
 
 fn digits(n: u64) -> usize {
@@ -451,6 +478,10 @@ impl Facts<'_> {
                     out.push_str(&self.notes(kind));
                     Ok(())
                 }
+                (Var::Pointer, _) => {
+                    out.push_str(&shell_quote(self.pointer));
+                    Ok(())
+                }
                 (Var::Location, _) => {
                     // `validate` keeps `{location}` out of the stored and
                     // unsaved templates, so this recursion is one level deep.
@@ -480,6 +511,31 @@ impl Facts<'_> {
     }
 }
 
+/// A JSON marker's read hint: the `pointer` template for `pointer`, or why
+/// nothing was stored.
+pub(crate) fn pointer_hint(
+    templates: &NoticeTemplates,
+    location: Result<(&str, &str), &str>,
+    pointer: &str,
+) -> Result<String, String> {
+    if let Err(e) = location {
+        return Err(e.to_owned());
+    }
+    let facts = Facts {
+        total_bytes: 0,
+        total_lines: 0,
+        cut: Cut::Bound,
+        location,
+        stored_bytes: 0,
+        unstored_bytes: 0,
+        invalid_utf8: false,
+        pointer,
+    };
+    let mut out = String::new();
+    facts.render_into(&templates.pointer.parts, Kind::Omitted, None, &mut out);
+    Ok(out)
+}
+
 /// The longest notice any input could produce with these templates, given the
 /// length of an object path. Used to reject budgets too small for a notice.
 pub(crate) fn worst_case_len(templates: &NoticeTemplates, path_len: usize) -> (usize, usize) {
@@ -500,6 +556,7 @@ pub(crate) fn worst_case_len(templates: &NoticeTemplates, path_len: usize) -> (u
                 stored_bytes: stored,
                 unstored_bytes: stored,
                 invalid_utf8: true,
+                pointer: "",
             };
             let text = facts.render(templates, kind);
             worst.0 = worst.0.max(text.len());
@@ -528,9 +585,18 @@ pub fn shell_quote(word: &str) -> String {
 /// The default `stored` template with `--store DIR` in its command, the
 /// directory quoted for a POSIX shell when it needs quoting.
 pub(crate) fn stored_naming_store(root: &std::path::Path) -> String {
+    naming_store(NoticeTemplates::DEFAULT_STORED, root)
+}
+
+/// The default `pointer` template with `--store DIR`.
+pub(crate) fn pointer_naming_store(root: &std::path::Path) -> String {
+    naming_store(NoticeTemplates::DEFAULT_POINTER, root)
+}
+
+fn naming_store(template: &str, root: &std::path::Path) -> String {
     let quoted = shell_quote(&root.to_string_lossy());
     let braces = quoted.replace('{', "{{").replace('}', "}}");
-    NoticeTemplates::DEFAULT_STORED.replacen(
+    template.replacen(
         "spillway show",
         &format!("spillway --store {braces} show"),
         1,
@@ -559,6 +625,7 @@ mod tests {
             stored_bytes: 1,
             unstored_bytes: 0,
             invalid_utf8: false,
+            pointer: "",
         };
         let mut out = String::new();
         facts.render_into(&t.parts, Kind::Omitted, None, &mut out);
@@ -596,6 +663,7 @@ mod tests {
                 stored_bytes: total_bytes,
                 unstored_bytes: 0,
                 invalid_utf8: true,
+                pointer: "",
             };
             let bound = base(Cut::Bound).render(&templates, Kind::Omitted).len();
             for first in [1, total_lines] {
@@ -632,6 +700,7 @@ mod tests {
             stored_bytes: max,
             unstored_bytes: 0,
             invalid_utf8: true,
+            pointer: "",
         };
         let bound = facts(Cut::Bound).render(&templates, Kind::Omitted);
         assert!(

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::json::Format;
 use crate::notice::{self, NoticeTemplates, Template, TemplateError};
 pub use crate::store::Durability;
 use crate::store::{Encoding, WriteOptions};
@@ -206,6 +207,7 @@ struct Config {
     compression: Compression,
     on_store_error: OnStoreError,
     durability: Durability,
+    format: Format,
     templates: NoticeTemplates,
 }
 
@@ -287,6 +289,11 @@ impl Policy {
         self.compression().write_options(self.durability())
     }
 
+    /// How the input is read when a preview is built.
+    pub fn format(&self) -> Format {
+        self.0.format
+    }
+
     /// The notice templates.
     pub fn templates(&self) -> &NoticeTemplates {
         &self.0.templates
@@ -339,16 +346,26 @@ impl Policy {
     /// or [`PolicyError::BudgetTooSmall`] when the longer notice no longer
     /// fits the budget.
     pub fn naming_store(&self, store_root: &std::path::Path) -> Result<Policy, PolicyError> {
-        if self.0.templates.stored.as_str() != NoticeTemplates::DEFAULT_STORED {
+        let default_stored = self.0.templates.stored.as_str() == NoticeTemplates::DEFAULT_STORED;
+        let default_pointer = self.0.templates.pointer.as_str() == NoticeTemplates::DEFAULT_POINTER;
+        if !default_stored && !default_pointer {
             return Ok(self.clone());
         }
-        let text = notice::stored_naming_store(store_root);
-        let stored = text.parse().map_err(|error| PolicyError::Template {
-            which: "stored",
-            error,
-        })?;
         let mut templates = self.0.templates.clone();
-        templates.stored = stored;
+        if default_stored {
+            let text = notice::stored_naming_store(store_root);
+            templates.stored = text.parse().map_err(|error| PolicyError::Template {
+                which: "stored",
+                error,
+            })?;
+        }
+        if default_pointer {
+            let text = notice::pointer_naming_store(store_root);
+            templates.pointer = text.parse().map_err(|error| PolicyError::Template {
+                which: "pointer",
+                error,
+            })?;
+        }
         let mut config = (*self.0).clone();
         config.templates = templates;
         config
@@ -375,6 +392,7 @@ impl Policy {
             lossy: pick(&t.lossy, &defaults.lossy),
             stored: pick(&t.stored, &defaults.stored),
             unsaved: pick(&t.unsaved, &defaults.unsaved),
+            pointer: pick(&t.pointer, &defaults.pointer),
         };
         let (compression, zstd_level) = match c.compression {
             Compression::None => (CompressionKind::None, None),
@@ -389,6 +407,7 @@ impl Policy {
             zstd_level,
             on_store_error: Some(c.on_store_error),
             durability: Some(c.durability),
+            format: Some(c.format),
             notice: (notice != NoticeConfig::default()).then_some(notice),
         }
     }
@@ -404,6 +423,7 @@ pub struct PolicyBuilder {
     compression: Compression,
     on_store_error: OnStoreError,
     durability: Durability,
+    format: Format,
     templates: NoticeTemplates,
     level_without_zstd: bool,
 }
@@ -427,6 +447,7 @@ impl PolicyBuilder {
             },
             on_store_error: OnStoreError::Preview,
             durability: Durability::Durable,
+            format: Format::Text,
             templates: NoticeTemplates::default(),
             level_without_zstd: false,
         }
@@ -484,6 +505,13 @@ impl PolicyBuilder {
         self
     }
 
+    /// How the input is read when a preview is built: lines of text, or a
+    /// JSON document whose preview stays JSON. Default: [`Format::Text`].
+    pub fn format(&mut self, format: Format) -> &mut Self {
+        self.format = format;
+        self
+    }
+
     /// The notice templates. Default: [`NoticeTemplates::default`].
     pub fn templates(&mut self, templates: NoticeTemplates) -> &mut Self {
         self.templates = templates;
@@ -531,7 +559,7 @@ impl PolicyBuilder {
         self.templates
             .validate()
             .map_err(|error| PolicyError::Template {
-                which: "stored/unsaved",
+                which: "stored/unsaved/pointer",
                 error,
             })?;
         let policy = Policy(Arc::new(Config {
@@ -542,6 +570,7 @@ impl PolicyBuilder {
             compression: self.compression,
             on_store_error: self.on_store_error,
             durability: self.durability,
+            format: self.format,
             templates: self.templates.clone(),
         }));
         policy.check_fits(0)?;
@@ -574,6 +603,8 @@ pub struct NoticeConfig {
     pub stored: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unsaved: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pointer: Option<String>,
 }
 
 /// A policy as written in a config file. Absent fields keep their defaults;
@@ -610,6 +641,8 @@ pub struct PolicyConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub durability: Option<Durability>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<Format>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub notice: Option<NoticeConfig>,
 }
 
@@ -640,14 +673,15 @@ impl PolicyConfig {
             compression,
             zstd_level,
             on_store_error,
-            durability
+            durability,
+            format
         );
         if let Some(n) = over.notice {
             let mine = self.notice.get_or_insert_with(NoticeConfig::default);
             macro_rules! take_n {
                 ($($f:ident),*) => { $( if n.$f.is_some() { mine.$f = n.$f; } )* };
             }
-            take_n!(omitted, binary, lossy, stored, unsaved);
+            take_n!(omitted, binary, lossy, stored, unsaved, pointer);
         }
     }
 
@@ -690,14 +724,18 @@ impl PolicyConfig {
         if let Some(v) = self.durability {
             b.durability(v);
         }
+        if let Some(v) = self.format {
+            b.format(v);
+        }
         if let Some(n) = &self.notice {
             let mut t = NoticeTemplates::default();
-            let slots: [(&'static str, &Option<String>, &mut Template); 5] = [
+            let slots: [(&'static str, &Option<String>, &mut Template); 6] = [
                 ("omitted", &n.omitted, &mut t.omitted),
                 ("binary", &n.binary, &mut t.binary),
                 ("lossy", &n.lossy, &mut t.lossy),
                 ("stored", &n.stored, &mut t.stored),
                 ("unsaved", &n.unsaved, &mut t.unsaved),
+                ("pointer", &n.pointer, &mut t.pointer),
             ];
             for (which, text, slot) in slots {
                 if let Some(text) = text {

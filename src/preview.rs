@@ -378,6 +378,7 @@ pub(crate) fn build(input: &Input<'_>, limits: &Limits<'_>, place: &Place<'_>) -
         stored_bytes: place.stored_bytes,
         unstored_bytes: place.unstored_bytes,
         invalid_utf8: !input.valid_utf8,
+        pointer: "",
     };
 
     if input.binary {

@@ -5,8 +5,9 @@ use std::io;
 
 use serde::Serialize;
 
+use crate::json::{Format, Hint, JsonStage};
 use crate::measure::{count_lines, Measure};
-use crate::notice::{one_line, MAX_ERROR_BYTES};
+use crate::notice::{one_line, pointer_hint, NoticeTemplates, MAX_ERROR_BYTES};
 use crate::policy::{OnStoreError, Policy, PolicyError};
 use crate::preview::{self, TAIL_CONTEXT};
 use crate::store::{ObjectWriter, Store, StoreError, StoreErrorKind, StoredObject};
@@ -115,6 +116,16 @@ pub struct Outcome {
     pub store_error: Option<String>,
     /// What kind of failure that was, for a harness to branch on.
     pub store_error_kind: Option<StoreErrorKind>,
+    /// The content's format: [`Format::Json`] when it is a JSON preview
+    /// (then `head_bytes` and `tail_bytes` are 0, `omitted_bytes` counts
+    /// the raw bytes the markers stand for, and the line fields of the
+    /// omitted part are 0 and `None`: each marker says where its part is),
+    /// else [`Format::Text`].
+    pub format: Format,
+    /// With [`Format::Json`] in the policy, why the input got the text
+    /// preview instead (it is not one JSON document, or the budget cannot
+    /// hold a JSON preview).
+    pub json_error: Option<String>,
 }
 
 /// `finish()` failed because the store failed and the policy says
@@ -225,6 +236,8 @@ struct Spilling {
     sink: Result<ObjectWriter, StoreError>,
     stored: u64,
     max_stored: u64,
+    /// The JSON preview's state, when the policy reads JSON.
+    json: Option<JsonStage>,
 }
 
 impl Spilling {
@@ -232,6 +245,9 @@ impl Spilling {
     /// and written while it is still in cache.
     fn feed(&mut self, chunk: &[u8]) {
         self.tail.push(chunk);
+        if let Some(j) = self.json.as_mut() {
+            j.feed(chunk);
+        }
         for piece in chunk.chunks(PIECE) {
             self.feed_piece(piece);
         }
@@ -352,6 +368,7 @@ impl Stage {
             sink: self.spiller.store.writer(policy.write_options()),
             stored: 0,
             max_stored: policy.max_spill_bytes(),
+            json: (policy.format() != Format::Text).then(|| JsonStage::new(cap)),
         };
         sp.feed(&self.head);
         sp.feed(&data[take..]);
@@ -386,6 +403,11 @@ impl Stage {
                     head
                 };
                 let valid = std::str::from_utf8(&head).is_ok();
+                let json = (policy.format() != Format::Text).then(|| {
+                    let mut j = JsonStage::new(policy.max_inline_bytes());
+                    j.feed(&head);
+                    j
+                });
                 let stored = spiller.store.put(&head, policy.write_options());
                 let facts = Facts {
                     total_bytes: head.len() as u64,
@@ -394,7 +416,7 @@ impl Stage {
                     valid_utf8: valid,
                     binary,
                 };
-                conclude(policy, &facts, &head, &head, stored)
+                conclude(policy, &facts, &head, &head, stored, json)
             }
             Some(sp) => {
                 let stored = sp.sink.and_then(ObjectWriter::finish);
@@ -406,7 +428,7 @@ impl Stage {
                     binary: sp.measure.has_nul(),
                 };
                 let tail = sp.tail.into_vec();
-                conclude(policy, &facts, &head, &tail, stored)
+                conclude(policy, &facts, &head, &tail, stored, sp.json)
             }
         }
     }
@@ -427,7 +449,21 @@ fn inline(content: String, lines: u64) -> Outcome {
         spill: None,
         store_error: None,
         store_error_kind: None,
+        format: Format::Text,
+        json_error: None,
         content,
+    }
+}
+
+/// A JSON marker's read hint, from the policy's `pointer` template.
+struct PointerHint<'a> {
+    templates: &'a NoticeTemplates,
+    location: Result<(&'a str, &'a str), &'a str>,
+}
+
+impl Hint for PointerHint<'_> {
+    fn hint(&self, pointer: &str) -> Result<String, String> {
+        pointer_hint(self.templates, self.location, pointer)
     }
 }
 
@@ -445,6 +481,7 @@ fn conclude(
     head: &[u8],
     tail: &[u8],
     stored: Result<StoredObject, StoreError>,
+    json: Option<JsonStage>,
 ) -> Result<Outcome, FinishError> {
     let id_text;
     let path_text;
@@ -485,7 +522,41 @@ fn conclude(
         stored_bytes,
         unstored_bytes,
     };
-    let p = preview::build(&input, &limits, &place);
+    let mut json_error = None;
+    let json = match json {
+        Some(_) if f.binary || !f.valid_utf8 => {
+            json_error = Some("not one JSON document (not UTF-8 text)".to_owned());
+            None
+        }
+        Some(j) => {
+            let hint = PointerHint {
+                templates: policy.templates(),
+                location,
+            };
+            match j.finish(policy.max_inline_bytes(), policy.head_percent(), &hint) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    json_error = Some(e);
+                    None
+                }
+            }
+        }
+        None => None,
+    };
+    if policy.format() != Format::Json {
+        json_error = None;
+    }
+    let p = match &json {
+        Some(j) => preview::Preview {
+            content: j.content.clone(),
+            head_bytes: 0,
+            tail_bytes: 0,
+            omitted_bytes: j.elided_bytes,
+            omitted_lines: 0,
+            omitted_range: None,
+        },
+        None => preview::build(&input, &limits, &place),
+    };
     let (spill, error) = match stored {
         Ok(s) => (
             Some(StoredObject {
@@ -511,6 +582,12 @@ fn conclude(
         spill,
         store_error: error.as_ref().map(ToString::to_string),
         store_error_kind: error.as_ref().map(StoreError::kind),
+        format: if json.is_some() {
+            Format::Json
+        } else {
+            Format::Text
+        },
+        json_error,
     };
     match error {
         Some(error) if policy.on_store_error() == OnStoreError::Fail => Err(FinishError {

@@ -60,6 +60,7 @@ mod grep;
 mod id;
 mod maintain;
 mod object;
+mod pointer;
 mod read;
 mod seam;
 mod write;

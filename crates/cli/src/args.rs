@@ -123,8 +123,13 @@ pub struct ShowArgs {
     #[arg(long, value_name = "A:B", conflicts_with = "bytes")]
     pub lines: Option<LineRange>,
     /// Only bytes A to B (0-based, half-open; `A:` or `:B` leave an end open).
-    #[arg(long, value_name = "A:B")]
+    #[arg(long, value_name = "A:B", conflicts_with = "pointer")]
     pub bytes: Option<ByteRange>,
+    /// Only the value at this JSON Pointer of a stored JSON document
+    /// (`/items/3`, `/a~1b` for the member `a/b`; `""` for all of it), as
+    /// written there.
+    #[arg(long, value_name = "POINTER", conflicts_with = "lines")]
+    pub pointer: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -257,6 +262,19 @@ pub struct PolicyArgs {
     /// Whether objects are fsynced before the command returns. Default: durable.
     #[arg(long, value_enum)]
     pub durability: Option<DurabilityArg>,
+    /// How the input is previewed: `text` (head, notice, tail), `json` (a
+    /// JSON document's preview is JSON of the same shape, with markers; other
+    /// input gets the text preview and `json_error` says why), or `auto`
+    /// (JSON when the input is one JSON document). Default: text.
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum FormatArg {
+    Text,
+    Json,
+    Auto,
 }
 
 impl PolicyArgs {
@@ -280,6 +298,11 @@ impl PolicyArgs {
             durability: self.durability.map(|d| match d {
                 DurabilityArg::Durable => spillway::Durability::Durable,
                 DurabilityArg::Relaxed => spillway::Durability::Relaxed,
+            }),
+            format: self.format.map(|f| match f {
+                FormatArg::Text => spillway::Format::Text,
+                FormatArg::Json => spillway::Format::Json,
+                FormatArg::Auto => spillway::Format::Auto,
             }),
             notice: None,
         }

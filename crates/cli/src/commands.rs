@@ -213,13 +213,33 @@ fn show(store: &Store, args: ShowArgs) -> Result<i32> {
     let Some(id) = object_id(store, &args.id)? else {
         return Ok(2);
     };
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
+    if let Some(p) = &args.pointer {
+        let pointer: spillway::JsonPointer = match p.parse() {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("spillway: invalid argument: --pointer {p:?}: {e}");
+                return Ok(2);
+            }
+        };
+        match store.read_pointer(&id, &pointer, &mut out) {
+            Ok(_) => {}
+            Err(e) if e.kind() == spillway::StoreErrorKind::OutOfRange => {
+                eprintln!("spillway: show: {e}");
+                return Ok(1);
+            }
+            Err(e) => return Err(e.into()),
+        }
+        io::Write::write_all(&mut out, b"\n")?;
+        io::Write::flush(&mut out)?;
+        return Ok(0);
+    }
     let sel = match (args.lines, args.bytes) {
         (Some(l), _) => Selection::Lines(l),
         (_, Some(b)) => Selection::Bytes(b),
         _ => Selection::All,
     };
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
     let report = store.read_into(&id, &sel, &mut out)?;
     io::Write::flush(&mut out)?;
     // A range past the end (a notice's range into an object cut at

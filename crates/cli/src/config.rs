@@ -41,7 +41,7 @@ struct FileConfig {
 }
 
 /// The policy fields and the environment variable for each.
-const ENV_FIELDS: [(&str, &str); 8] = [
+const ENV_FIELDS: [(&str, &str); 9] = [
     ("SPILLWAY_MAX_INLINE_BYTES", "max_inline_bytes"),
     ("SPILLWAY_MAX_INLINE_LINES", "max_inline_lines"),
     ("SPILLWAY_HEAD_PERCENT", "head_percent"),
@@ -50,6 +50,7 @@ const ENV_FIELDS: [(&str, &str); 8] = [
     ("SPILLWAY_ZSTD_LEVEL", "zstd_level"),
     ("SPILLWAY_ON_STORE_ERROR", "on_store_error"),
     ("SPILLWAY_DURABILITY", "durability"),
+    ("SPILLWAY_FORMAT", "format"),
 ];
 
 /// The effective configuration.

@@ -1,0 +1,610 @@
+//! A push tokenizer for one JSON document (RFC 8259), fed in chunks of any
+//! size: the stage hands it the stream as it arrives and never holds the
+//! document.
+//!
+//! It checks the grammar (not UTF-8: the stage's measure does that) and
+//! reports each token to a [`Sink`] with its byte offsets. A string's raw
+//! content (escapes as written) comes in parts, so a string of any length
+//! costs nothing to scan. Nesting of any depth costs one bit a level.
+
+/// Where a token sits: the raw offset of its first byte.
+pub(crate) type Offset = u64;
+
+/// A container's kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Array,
+    Object,
+}
+
+/// What the tokenizer reports, in document order.
+pub(crate) trait Sink {
+    /// `[` or `{` at `at`.
+    fn begin(&mut self, kind: Kind, at: Offset);
+    /// The matching `]` or `}`; `end` is the offset just past it.
+    fn end(&mut self, end: Offset);
+    /// A string starts at `at` (its opening quote); `key` for a member name.
+    fn str_begin(&mut self, key: bool, at: Offset);
+    /// Raw content of the current string (escapes as written, no quotes).
+    fn str_part(&mut self, raw: &[u8]);
+    /// The current string ended; `end` is just past its closing quote.
+    fn str_end(&mut self, end: Offset);
+    /// A number or literal, whole, at `at`; `raw` is `None` when it is longer
+    /// than [`MAX_SCALAR`].
+    fn scalar(&mut self, raw: Option<&[u8]>, at: Offset, end: Offset);
+}
+
+/// Numbers longer than this are scanned but not handed over.
+pub(crate) const MAX_SCALAR: usize = 64;
+
+/// Why the input is not one JSON document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct NotJson {
+    /// The offset of the first byte that cannot be there (or the length of
+    /// the input, when it ends too soon).
+    pub at: Offset,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// A value must come (document start, after `[`, `,` in an array, `:`).
+    Value,
+    /// After `[`: a value or `]`.
+    ValueOrEnd,
+    /// After `{`: a key or `}`.
+    KeyOrEnd,
+    /// After `,` in an object: a key.
+    Key,
+    /// After a key: `:`.
+    Colon,
+    /// After a value: `,` or the container's end (or the end of input).
+    After,
+    /// Inside a string.
+    Str,
+    /// After a backslash in a string.
+    Escape,
+    /// In `\uXXXX`, with this many hex digits still to come.
+    Unicode(u8),
+    /// Inside a number.
+    Num(Num),
+    /// Inside `true`, `false` or `null`: the literal and how much of it
+    /// has been matched.
+    Lit(&'static [u8], u8),
+    /// A grammar error was found.
+    Failed,
+}
+
+/// Where a number is in its grammar.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Num {
+    /// After `-`.
+    Minus,
+    /// After a leading `0`.
+    Zero,
+    /// In the integer digits.
+    Int,
+    /// After `.`.
+    Dot,
+    /// In the fraction digits.
+    Frac,
+    /// After `e` or `E`.
+    Exp,
+    /// After the exponent's sign.
+    ExpSign,
+    /// In the exponent digits.
+    ExpDigits,
+}
+
+impl Num {
+    /// Whether a number may end here.
+    fn complete(self) -> bool {
+        matches!(self, Num::Zero | Num::Int | Num::Frac | Num::ExpDigits)
+    }
+
+    fn step(self, b: u8) -> Option<Num> {
+        Some(match (self, b) {
+            (Num::Minus, b'0') => Num::Zero,
+            (Num::Minus, b'1'..=b'9') => Num::Int,
+            (Num::Int, b'0'..=b'9') => Num::Int,
+            (Num::Zero | Num::Int, b'.') => Num::Dot,
+            (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Num::Exp,
+            (Num::Dot | Num::Frac, b'0'..=b'9') => Num::Frac,
+            (Num::Exp, b'+' | b'-') => Num::ExpSign,
+            (Num::Exp | Num::ExpSign | Num::ExpDigits, b'0'..=b'9') => Num::ExpDigits,
+            _ => return None,
+        })
+    }
+}
+
+/// The tokenizer.
+pub(crate) struct Scanner {
+    state: State,
+    /// One bit a level: set for an object.
+    stack: Vec<u64>,
+    depth: u64,
+    /// Whether the current string is a key.
+    key: bool,
+    /// The offset of the next byte.
+    pos: Offset,
+    /// The current number or literal so far.
+    scalar: Vec<u8>,
+    scalar_at: Offset,
+    scalar_long: bool,
+    /// Whether a whole value has been read at depth 0.
+    done: bool,
+    error: Option<NotJson>,
+}
+
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+impl Scanner {
+    pub(crate) fn new() -> Self {
+        Scanner {
+            state: State::Value,
+            stack: Vec::new(),
+            depth: 0,
+            key: false,
+            pos: 0,
+            scalar: Vec::with_capacity(MAX_SCALAR),
+            scalar_at: 0,
+            scalar_long: false,
+            done: false,
+            error: None,
+        }
+    }
+
+    /// The first grammar error, once one is found.
+    pub(crate) fn error(&self) -> Option<NotJson> {
+        self.error
+    }
+
+    fn top_is_object(&self) -> bool {
+        let d = self.depth - 1;
+        self.stack[(d / 64) as usize] >> (d % 64) & 1 == 1
+    }
+
+    fn push(&mut self, kind: Kind) {
+        let d = self.depth;
+        let word = (d / 64) as usize;
+        if word == self.stack.len() {
+            self.stack.push(0);
+        }
+        let bit = 1u64 << (d % 64);
+        match kind {
+            Kind::Object => self.stack[word] |= bit,
+            Kind::Array => self.stack[word] &= !bit,
+        }
+        self.depth += 1;
+    }
+
+    fn fail(&mut self, at: Offset) {
+        self.state = State::Failed;
+        self.error = Some(NotJson { at });
+    }
+
+    /// The state after a value ends.
+    fn after_value(&mut self) -> State {
+        if self.depth == 0 {
+            self.done = true;
+        }
+        State::After
+    }
+
+    /// Feeds the next chunk. After an error, further input is ignored.
+    pub(crate) fn feed<S: Sink>(&mut self, chunk: &[u8], sink: &mut S) {
+        let base = self.pos;
+        let mut i = 0;
+        let n = chunk.len();
+        while i < n {
+            match self.state {
+                State::Failed => return,
+                State::Str => {
+                    let rest = &chunk[i..];
+                    match memchr::memchr2(b'"', b'\\', rest) {
+                        Some(j) => {
+                            if has_control(&rest[..j]) {
+                                let k = rest.iter().position(|&b| b < 0x20).unwrap_or(0);
+                                self.fail(base + (i + k) as u64);
+                                return;
+                            }
+                            if rest[j] == b'"' {
+                                if j > 0 {
+                                    sink.str_part(&rest[..j]);
+                                }
+                                i += j + 1;
+                                sink.str_end(base + i as u64);
+                                self.state = if self.key {
+                                    State::Colon
+                                } else {
+                                    self.after_value()
+                                };
+                            } else {
+                                sink.str_part(&rest[..=j]);
+                                i += j + 1;
+                                self.state = State::Escape;
+                            }
+                        }
+                        None => {
+                            if has_control(rest) {
+                                let k = rest.iter().position(|&b| b < 0x20).unwrap_or(0);
+                                self.fail(base + (i + k) as u64);
+                                return;
+                            }
+                            sink.str_part(rest);
+                            i = n;
+                        }
+                    }
+                    continue;
+                }
+                State::Escape => {
+                    let b = chunk[i];
+                    match b {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+                            self.state = State::Str
+                        }
+                        b'u' => self.state = State::Unicode(4),
+                        _ => {
+                            self.fail(base + i as u64);
+                            return;
+                        }
+                    }
+                    sink.str_part(&chunk[i..=i]);
+                    i += 1;
+                    continue;
+                }
+                State::Unicode(left) => {
+                    let b = chunk[i];
+                    if !b.is_ascii_hexdigit() {
+                        self.fail(base + i as u64);
+                        return;
+                    }
+                    sink.str_part(&chunk[i..=i]);
+                    i += 1;
+                    self.state = if left == 1 {
+                        State::Str
+                    } else {
+                        State::Unicode(left - 1)
+                    };
+                    continue;
+                }
+                State::Num(num) => {
+                    let start = i;
+                    let mut num = num;
+                    while i < n {
+                        match num.step(chunk[i]) {
+                            Some(next) => {
+                                num = next;
+                                i += 1;
+                            }
+                            None => break,
+                        }
+                    }
+                    self.take_scalar(&chunk[start..i]);
+                    if i == n {
+                        self.state = State::Num(num);
+                        break;
+                    }
+                    if !num.complete() {
+                        self.fail(base + i as u64);
+                        return;
+                    }
+                    self.emit_scalar(base + i as u64, sink);
+                    self.state = self.after_value();
+                    continue;
+                }
+                State::Lit(word, matched) => {
+                    let b = chunk[i];
+                    if word[usize::from(matched)] != b {
+                        self.fail(base + i as u64);
+                        return;
+                    }
+                    i += 1;
+                    let matched = matched + 1;
+                    if usize::from(matched) == word.len() {
+                        self.scalar.clear();
+                        self.scalar.extend_from_slice(word);
+                        self.scalar_long = false;
+                        self.emit_scalar(base + i as u64, sink);
+                        self.state = self.after_value();
+                    } else {
+                        self.state = State::Lit(word, matched);
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            // Structural states: skip whitespace first.
+            let b = chunk[i];
+            if is_ws(b) {
+                i += 1;
+                continue;
+            }
+            let at = base + i as u64;
+            match self.state {
+                State::Value | State::ValueOrEnd => {
+                    if self.done {
+                        self.fail(at);
+                        return;
+                    }
+                    if b == b']' && self.state == State::ValueOrEnd {
+                        self.close(at, sink);
+                        i += 1;
+                        continue;
+                    }
+                    i += 1;
+                    match b {
+                        b'{' => {
+                            self.push(Kind::Object);
+                            sink.begin(Kind::Object, at);
+                            self.state = State::KeyOrEnd;
+                        }
+                        b'[' => {
+                            self.push(Kind::Array);
+                            sink.begin(Kind::Array, at);
+                            self.state = State::ValueOrEnd;
+                        }
+                        b'"' => {
+                            self.key = false;
+                            sink.str_begin(false, at);
+                            self.state = State::Str;
+                        }
+                        b'-' | b'0'..=b'9' => {
+                            self.scalar.clear();
+                            self.scalar_long = false;
+                            self.scalar_at = at;
+                            self.take_scalar(&chunk[i - 1..i]);
+                            self.state = State::Num(match b {
+                                b'-' => Num::Minus,
+                                b'0' => Num::Zero,
+                                _ => Num::Int,
+                            });
+                        }
+                        b't' | b'f' | b'n' => {
+                            self.scalar_at = at;
+                            let word: &'static [u8] = match b {
+                                b't' => b"true",
+                                b'f' => b"false",
+                                _ => b"null",
+                            };
+                            self.state = State::Lit(word, 1);
+                        }
+                        _ => {
+                            self.fail(at);
+                            return;
+                        }
+                    }
+                }
+                State::KeyOrEnd | State::Key => {
+                    if b == b'}' && self.state == State::KeyOrEnd {
+                        self.close(at, sink);
+                        i += 1;
+                        continue;
+                    }
+                    if b != b'"' {
+                        self.fail(at);
+                        return;
+                    }
+                    i += 1;
+                    self.key = true;
+                    sink.str_begin(true, at);
+                    self.state = State::Str;
+                }
+                State::Colon => {
+                    if b != b':' {
+                        self.fail(at);
+                        return;
+                    }
+                    i += 1;
+                    self.state = State::Value;
+                }
+                State::After => {
+                    if self.depth == 0 {
+                        self.fail(at);
+                        return;
+                    }
+                    let object = self.top_is_object();
+                    match (b, object) {
+                        (b',', true) => self.state = State::Key,
+                        (b',', false) => self.state = State::Value,
+                        (b'}', true) | (b']', false) => self.close(at, sink),
+                        _ => {
+                            self.fail(at);
+                            return;
+                        }
+                    }
+                    i += 1;
+                }
+                _ => unreachable!("handled above"),
+            }
+        }
+        self.pos = base + n as u64;
+    }
+
+    fn close<S: Sink>(&mut self, at: Offset, sink: &mut S) {
+        self.depth -= 1;
+        sink.end(at + 1);
+        self.state = self.after_value();
+    }
+
+    fn take_scalar(&mut self, part: &[u8]) {
+        if self.scalar_long {
+            return;
+        }
+        if self.scalar.len() + part.len() > MAX_SCALAR {
+            self.scalar_long = true;
+            self.scalar.clear();
+        } else {
+            self.scalar.extend_from_slice(part);
+        }
+    }
+
+    fn emit_scalar<S: Sink>(&mut self, end: Offset, sink: &mut S) {
+        let raw = (!self.scalar_long).then_some(self.scalar.as_slice());
+        sink.scalar(raw, self.scalar_at, end);
+    }
+
+    /// Ends the input: whether it was exactly one JSON document.
+    pub(crate) fn finish<S: Sink>(&mut self, sink: &mut S) -> Result<(), NotJson> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        if let State::Num(num) = self.state {
+            if num.complete() && self.depth == 0 {
+                self.emit_scalar(self.pos, sink);
+                self.done = true;
+                self.state = State::After;
+            }
+        }
+        if self.state == State::After && self.depth == 0 && self.done {
+            Ok(())
+        } else {
+            let e = NotJson { at: self.pos };
+            self.fail(e.at);
+            Err(e)
+        }
+    }
+}
+
+/// Whether `s` holds a byte below 0x20 (which a JSON string cannot).
+fn has_control(s: &[u8]) -> bool {
+    // A fold, not `any`: it has no early exit, so it vectorizes.
+    s.iter().fold(false, |acc, &b| acc | (b < 0x20))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Log(String);
+
+    impl Sink for Log {
+        fn begin(&mut self, kind: Kind, at: Offset) {
+            self.0 += &format!("{}@{at} ", if kind == Kind::Array { "[" } else { "{" });
+        }
+        fn end(&mut self, end: Offset) {
+            self.0 += &format!("end@{end} ");
+        }
+        fn str_begin(&mut self, key: bool, at: Offset) {
+            self.0 += &format!("{}@{at}:", if key { "key" } else { "str" });
+        }
+        fn str_part(&mut self, raw: &[u8]) {
+            self.0 += std::str::from_utf8(raw).unwrap();
+        }
+        fn str_end(&mut self, end: Offset) {
+            self.0 += &format!("@{end} ");
+        }
+        fn scalar(&mut self, raw: Option<&[u8]>, at: Offset, end: Offset) {
+            let raw = raw.map_or("(long)".into(), |r| String::from_utf8_lossy(r).into_owned());
+            self.0 += &format!("{raw}@{at}-{end} ");
+        }
+    }
+
+    fn scan(input: &[u8], chunk: usize) -> (String, Result<(), NotJson>) {
+        let mut s = Scanner::new();
+        let mut log = Log::default();
+        for c in input.chunks(chunk.max(1)) {
+            s.feed(c, &mut log);
+        }
+        let r = s.finish(&mut log);
+        (log.0, r)
+    }
+
+    #[test]
+    fn tokens_and_offsets_are_the_same_for_every_chunking() {
+        let doc = br#" {"a": [1, -2.5e+3, true, null], "b\"c": "x\u00e9y", "d": {}} "#;
+        let (want, r) = scan(doc, doc.len());
+        assert_eq!(r, Ok(()));
+        assert!(want.starts_with("{@1 key@2:a@5 [@7 1@8-9 -2.5e+3@11-18 true@20-24"));
+        for chunk in 1..doc.len() {
+            assert_eq!(scan(doc, chunk), (want.clone(), Ok(())), "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn every_kind_of_error_is_found() {
+        let bad: &[&[u8]] = &[
+            b"",
+            b"   ",
+            b"{",
+            b"[1,]",
+            b"[1 2]",
+            b"{\"a\" 1}",
+            b"{\"a\":1,}",
+            b"{1:2}",
+            b"01",
+            b"1.",
+            b"-",
+            b"1e",
+            b"tru",
+            b"nul",
+            b"\"abc",
+            b"\"a\tb\"",
+            b"\"\\x\"",
+            b"\"\\u12g4\"",
+            b"[1]]",
+            b"{}{}",
+            b"1 2",
+            b"[}",
+            b"{]",
+        ];
+        for input in bad {
+            for chunk in [1, 2, 100] {
+                assert!(
+                    scan(input, chunk).1.is_err(),
+                    "{:?} chunk {chunk}",
+                    String::from_utf8_lossy(input)
+                );
+            }
+        }
+        let good: &[&[u8]] = &[
+            b"0",
+            b"-0.5E-7",
+            b"\"\"",
+            b" [ ] ",
+            b"{}",
+            b"[[[[]]]]",
+            b"\"\\u00e9\\\\\\/\"",
+            b"123",
+        ];
+        for input in good {
+            for chunk in [1, 2, 100] {
+                assert_eq!(
+                    scan(input, chunk).1,
+                    Ok(()),
+                    "{:?}",
+                    String::from_utf8_lossy(input)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn deep_nesting_costs_a_bit_a_level() {
+        let depth = 1_000_000;
+        let doc = "[".repeat(depth) + &"]".repeat(depth);
+        let mut s = Scanner::new();
+        struct Quiet;
+        impl Sink for Quiet {
+            fn begin(&mut self, _: Kind, _: Offset) {}
+            fn end(&mut self, _: Offset) {}
+            fn str_begin(&mut self, _: bool, _: Offset) {}
+            fn str_part(&mut self, _: &[u8]) {}
+            fn str_end(&mut self, _: Offset) {}
+            fn scalar(&mut self, _: Option<&[u8]>, _: Offset, _: Offset) {}
+        }
+        s.feed(doc.as_bytes(), &mut Quiet);
+        assert_eq!(s.finish(&mut Quiet), Ok(()));
+        assert!(s.stack.capacity() * 8 <= depth / 4);
+    }
+
+    #[test]
+    fn long_numbers_are_scanned_but_not_handed_over() {
+        let doc = format!("[{}]", "9".repeat(1000));
+        let (log, r) = scan(doc.as_bytes(), 7);
+        assert_eq!(r, Ok(()));
+        assert!(log.contains("(long)@1-1001"), "{log}");
+    }
+}

@@ -1,0 +1,562 @@
+//! JSON previews: every preview parses, fits the budget, has the input's
+//! shape (the same keys in the same order, the same types at each kept
+//! path), and every marker's pointer reads back, through the store, exactly
+//! the value it stands for.
+
+use std::fmt::Write as _;
+
+use proptest::prelude::*;
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use spillway::{Format, JsonPointer, Outcome, Policy, Spiller, Store};
+
+/// A JSON value that keeps its members in order.
+#[derive(Clone, Debug, PartialEq)]
+enum V {
+    Null,
+    Bool(bool),
+    Num(String),
+    Str(String),
+    Arr(Vec<V>),
+    Obj(Vec<(String, V)>),
+}
+
+impl<'de> Deserialize<'de> for V {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<V, D::Error> {
+        struct Vis;
+        impl<'de> Visitor<'de> for Vis {
+            type Value = V;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("JSON")
+            }
+            fn visit_unit<E>(self) -> Result<V, E> {
+                Ok(V::Null)
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<V, E> {
+                Ok(V::Bool(b))
+            }
+            // Numbers to 12 digits: the parser rounds long ones, not
+            // always the same way twice.
+            fn visit_i64<E>(self, n: i64) -> Result<V, E> {
+                Ok(V::Num(format!("{:.12e}", n as f64)))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<V, E> {
+                Ok(V::Num(format!("{:.12e}", n as f64)))
+            }
+            fn visit_f64<E>(self, n: f64) -> Result<V, E> {
+                Ok(V::Num(format!("{:.12e}", n)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<V, E> {
+                Ok(V::Str(s.to_owned()))
+            }
+            fn visit_string<E>(self, s: String) -> Result<V, E> {
+                Ok(V::Str(s))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<V, A::Error> {
+                let mut v = Vec::new();
+                while let Some(x) = a.next_element()? {
+                    v.push(x);
+                }
+                Ok(V::Arr(v))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<V, A::Error> {
+                let mut v = Vec::new();
+                while let Some((k, x)) = a.next_entry()? {
+                    v.push((k, x));
+                }
+                Ok(V::Obj(v))
+            }
+        }
+        d.deserialize_any(Vis)
+    }
+}
+
+fn parse(text: &[u8]) -> V {
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let v = V::deserialize(&mut de).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}",
+            String::from_utf8_lossy(&text[..text.len().min(2000)])
+        )
+    });
+    de.end().expect("one document");
+    v
+}
+
+fn write(v: &V, pretty: bool, depth: usize, out: &mut String) {
+    let nl = |out: &mut String, d: usize| {
+        if pretty {
+            out.push('\n');
+            out.push_str(&"  ".repeat(d));
+        }
+    };
+    match v {
+        V::Null => out.push_str("null"),
+        V::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        V::Num(n) => out.push_str(n),
+        V::Str(s) => out.push_str(&serde_json::to_string(s).unwrap()),
+        V::Arr(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                nl(out, depth + 1);
+                write(x, pretty, depth + 1, out);
+            }
+            if !a.is_empty() {
+                nl(out, depth);
+            }
+            out.push(']');
+        }
+        V::Obj(o) => {
+            out.push('{');
+            for (i, (k, x)) in o.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                nl(out, depth + 1);
+                out.push_str(&serde_json::to_string(k).unwrap());
+                out.push_str(if pretty { ": " } else { ":" });
+                write(x, pretty, depth + 1, out);
+            }
+            if !o.is_empty() {
+                nl(out, depth);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn at<'a>(v: &'a V, p: &JsonPointer) -> Option<&'a V> {
+    let mut cur = v;
+    for t in p.tokens() {
+        cur = match cur {
+            V::Arr(a) => a.get(t.parse::<usize>().ok()?)?,
+            V::Obj(o) => &o.iter().find(|(k, _)| k == t)?.1,
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+fn is_marker(s: &str) -> bool {
+    s.starts_with("[spillway: ") && s.ends_with(']')
+}
+
+/// The pointer a marker's read hint names.
+fn hint_pointer(marker: &str) -> JsonPointer {
+    let i = marker.rfind("--pointer ").expect("a read hint") + "--pointer ".len();
+    let word = marker[i..].trim_end_matches(']').trim_end_matches("]…");
+    let word = word
+        .strip_prefix('\'')
+        .and_then(|w| w.strip_suffix('\''))
+        .map(|w| w.replace("'\\''", "'"))
+        .unwrap_or_else(|| word.to_owned());
+    word.parse().expect("a JSON Pointer")
+}
+
+fn number_after(text: &str, prefix: &str) -> u64 {
+    let i = text.find(prefix).expect(prefix) + prefix.len();
+    text[i..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+/// A marker's pointer reads back exactly the value at that pointer.
+fn reads_back(store: &Store, id: &spillway::ContentId, doc: &V, p: &JsonPointer) {
+    let mut out = Vec::new();
+    store
+        .read_pointer(id, p, &mut out)
+        .unwrap_or_else(|e| panic!("{p}: {e}"));
+    let want = at(doc, p).unwrap_or_else(|| panic!("{p} names nothing"));
+    // Both sides through the same parser (long numbers round the same way).
+    let mut text = String::new();
+    write(want, false, 0, &mut text);
+    let (got, want) = (parse(&out), parse(text.as_bytes()));
+    if got != want {
+        let (g, w) = (format!("{got:?}"), format!("{want:?}"));
+        let i = g
+            .chars()
+            .zip(w.chars())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        let around =
+            |s: &str| -> String { s.chars().skip(i.saturating_sub(80)).take(160).collect() };
+        panic!(
+            "pointer {p} reads back something else:\n got  …{}\n want …{}",
+            around(&g),
+            around(&w)
+        );
+    }
+}
+
+/// Checks that `preview` has `orig`'s shape and that every marker reads
+/// back; returns the markers seen.
+fn check_shape(
+    preview: &V,
+    orig: &V,
+    path: JsonPointer,
+    cx: &(&Store, &spillway::ContentId, &V),
+) -> usize {
+    match (preview, orig) {
+        (V::Str(s), _) if is_marker(s) && !matches!(orig, V::Str(o) if o == s) => {
+            // A whole value elided.
+            let p = hint_pointer(s);
+            assert_eq!(p, path, "marker {s}");
+            reads_back(cx.0, cx.1, cx.2, &p);
+            1
+        }
+        (V::Str(s), V::Str(o)) => {
+            if s == o {
+                return 0;
+            }
+            let m = s
+                .find("…[spillway: ")
+                .unwrap_or_else(|| panic!("cut string without marker: {s:?}"));
+            let end = s.rfind("]…").expect("marker end") + "]…".len();
+            assert!(o.starts_with(&s[..m]), "string head is a prefix");
+            assert!(o.ends_with(&s[end..]), "string tail is a suffix");
+            let omitted = number_after(&s[m..], "…[spillway: ");
+            let raw_len = serde_json::to_string(o).unwrap().len() as u64 - 2;
+            let shown = (serde_json::to_string(&s[..m]).unwrap().len()
+                + serde_json::to_string(&s[end..]).unwrap().len()) as u64
+                - 4;
+            assert_eq!(
+                omitted + shown,
+                raw_len,
+                "string marker counts raw bytes: {s:?}"
+            );
+            assert_eq!(hint_pointer(&s[m..end - "…".len()]), path);
+            reads_back(cx.0, cx.1, cx.2, &path);
+            1
+        }
+        (V::Arr(a), V::Arr(o)) => {
+            let mut markers = 0;
+            let range = a.iter().position(
+                |x| matches!(x, V::Str(s) if is_marker(s) && s.contains(" elements omitted, ")),
+            );
+            let (head, tail, omitted) = match range {
+                Some(i) => {
+                    let V::Str(m) = &a[i] else { unreachable!() };
+                    let count = number_after(m, "[spillway: ");
+                    let first: u64 = number_after(m, &format!("omitted, {path}/"));
+                    let p = hint_pointer(m);
+                    assert_eq!(p, path.clone().child(&first.to_string()));
+                    reads_back(cx.0, cx.1, cx.2, &p);
+                    markers += 1;
+                    assert_eq!(first as usize, i, "the range starts after the head");
+                    (&a[..i], &a[i + 1..], count as usize)
+                }
+                None => (&a[..], &a[..0], 0),
+            };
+            assert_eq!(
+                head.len() + tail.len() + omitted,
+                o.len(),
+                "elements add up"
+            );
+            for (i, x) in head.iter().enumerate() {
+                markers += check_shape(x, &o[i], path.clone().child(&i.to_string()), cx);
+            }
+            let base = o.len() - tail.len();
+            for (j, x) in tail.iter().enumerate() {
+                let i = base + j;
+                markers += check_shape(x, &o[i], path.clone().child(&i.to_string()), cx);
+            }
+            markers
+        }
+        (V::Obj(m), V::Obj(o)) => {
+            let mut markers = 0;
+            let mut next = 0;
+            let mut seen_range = 0;
+            for (k, x) in m {
+                if let (true, V::Str(s)) = (k.starts_with('…'), x) {
+                    if is_marker(s)
+                        && s.contains(" members omitted, ")
+                        && !o.iter().any(|(ok, _)| ok == k)
+                    {
+                        let count = number_after(s, "[spillway: ") as usize;
+                        assert_eq!(hint_pointer(s), path);
+                        next += count;
+                        seen_range += count;
+                        markers += 1;
+                        continue;
+                    }
+                }
+                let j = o[next..]
+                    .iter()
+                    .position(|(ok, _)| ok == k)
+                    .unwrap_or_else(|| panic!("key {k:?} out of order or unknown at {path}"));
+                assert_eq!(
+                    j, 0,
+                    "no member of {path} skipped without a marker before {k:?}"
+                );
+                markers += check_shape(x, &o[next].1, path.clone().child(k), cx);
+                next += 1;
+            }
+            assert_eq!(
+                next,
+                o.len(),
+                "members add up at {path} ({seen_range} in a range)"
+            );
+            markers
+        }
+        (p, o) => {
+            assert_eq!(p, o, "kept value at {path}");
+            0
+        }
+    }
+}
+
+fn leaf() -> impl Strategy<Value = V> {
+    prop_oneof![
+        Just(V::Null),
+        any::<bool>().prop_map(V::Bool),
+        any::<i64>().prop_map(|n| V::Num(n.to_string())),
+        (-1e6f64..1e6).prop_map(|f| V::Num(format!("{f:e}"))),
+        "[a-z ]{0,20}".prop_map(V::Str),
+        "[a-zé中😀\"\\\\/\n\t\u{1}~]{0,40}".prop_map(V::Str),
+        (1usize..3000, any::<u8>()).prop_map(|(n, c)| V::Str(
+            (0..n)
+                .map(|i| char::from(b'a' + ((c as usize + i) % 26) as u8))
+                .collect()
+        )),
+        (1usize..400).prop_map(|n| V::Str("é😀\\\"\n".repeat(n))),
+        (1usize..200).prop_map(|n| V::Num("9".repeat(n))),
+    ]
+}
+
+fn doc() -> impl Strategy<Value = V> {
+    leaf().prop_recursive(6, 400, 40, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..40).prop_map(V::Arr),
+            (1usize..500, inner.clone()).prop_map(|(n, x)| V::Arr(vec![x; n])),
+            prop::collection::vec(("[a-z/~é\"]{0,8}", inner), 0..30).prop_map(|kv| {
+                let mut seen = std::collections::HashSet::new();
+                V::Obj(
+                    kv.into_iter()
+                        .filter(|(k, _)| seen.insert(k.clone()))
+                        .collect(),
+                )
+            }),
+        ]
+    })
+}
+
+fn spiller(budget: u64, format: Format, dir: &std::path::Path) -> Spiller {
+    let policy = Policy::builder()
+        .max_inline_bytes(budget)
+        .format(format)
+        .build()
+        .unwrap();
+    Spiller::new(policy, Store::open(dir).unwrap()).unwrap()
+}
+
+fn check(doc: &V, pretty: bool, budget: u64, chunk: usize) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    let sp = spiller(budget, Format::Json, dir.path());
+    let mut text = String::new();
+    write(doc, pretty, 0, &mut text);
+    // Compare with the document as parsed (long numbers rounded alike).
+    let doc = &parse(text.as_bytes());
+    let mut stage = sp.stage();
+    for c in text.as_bytes().chunks(chunk) {
+        stage.feed(c);
+    }
+    let out = stage.finish().unwrap();
+    assert!(
+        out.content.len() as u64 <= budget,
+        "{} > {budget}",
+        out.content.len()
+    );
+    if !out.spilled {
+        assert_eq!(out.content, text);
+        return out;
+    }
+    assert_eq!(out.format, Format::Json, "{:?}", out.json_error);
+    let preview = parse(out.content.as_bytes());
+    let spill = out.spill.as_ref().unwrap();
+    let markers = check_shape(
+        &preview,
+        doc,
+        JsonPointer::default(),
+        &(sp.store(), &spill.id, doc),
+    );
+    if markers == 0 {
+        assert_eq!(&preview, doc, "no marker: the whole document, compacted");
+    }
+    // One write gives the same outcome as any chunking.
+    let whole = spiller(budget, Format::Json, dir.path())
+        .apply(text.as_bytes())
+        .unwrap();
+    assert_eq!(whole.content, out.content);
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_preview_is_json_of_the_same_shape_and_its_markers_read_back(
+        doc in doc(),
+        pretty in any::<bool>(),
+        budget in 460u64..6000,
+        chunk in 1usize..5000,
+    ) {
+        check(&doc, pretty, budget, chunk);
+    }
+}
+
+#[test]
+fn a_large_array_of_records_keeps_its_first_and_last_records() {
+    let records: Vec<V> = (0..20_000)
+        .map(|i| {
+            V::Obj(vec![
+                ("id".into(), V::Num(i.to_string())),
+                ("name".into(), V::Str(format!("record {i}"))),
+                (
+                    "tags".into(),
+                    V::Arr(vec![V::Str("a".into()), V::Str("b".into())]),
+                ),
+            ])
+        })
+        .collect();
+    let doc = V::Obj(vec![
+        ("items".into(), V::Arr(records)),
+        ("total".into(), V::Num("20000".into())),
+    ]);
+    let out = check(&doc, false, 8192, 65536);
+    let V::Obj(m) = parse(out.content.as_bytes()) else {
+        panic!()
+    };
+    assert_eq!(m[0].0, "items");
+    assert_eq!(m[1].0, "total");
+    let V::Arr(items) = &m[0].1 else { panic!() };
+    assert!(items.len() > 20, "{} items", items.len());
+    let id = |r: &V| match r {
+        V::Obj(r) => r[0].1.clone(),
+        _ => V::Null,
+    };
+    assert_eq!(id(&items[0]), V::Num(format!("{:.12e}", 0.0)));
+    assert_eq!(
+        id(items.last().unwrap()),
+        V::Num(format!("{:.12e}", 19999.0))
+    );
+    assert!(
+        out.content.contains("elements omitted, /items/"),
+        "{}",
+        out.content
+    );
+}
+
+#[test]
+fn a_long_string_keeps_its_head_and_tail() {
+    let s = format!("BEGIN{}END", "x".repeat(1 << 20));
+    let doc = V::Obj(vec![
+        ("log".into(), V::Str(s)),
+        ("ok".into(), V::Bool(false)),
+    ]);
+    let out = check(&doc, true, 4096, 1 << 16);
+    assert!(out.content.starts_with("{\"log\":\"BEGIN"));
+    assert!(out.content.ends_with("END\",\"ok\":false}"));
+}
+
+#[test]
+fn a_pretty_document_that_fits_once_compact_is_compacted_whole() {
+    let items: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
+    let pretty = format!("[\n  {}\n]\n", items.join(",\n  "));
+    let compact = format!("[{}]", items.join(","));
+    assert!(pretty.len() > 4096 && compact.len() <= 4096);
+    let dir = tempfile::tempdir().unwrap();
+    let out = spiller(4096, Format::Json, dir.path())
+        .apply(pretty.as_bytes())
+        .unwrap();
+    assert!(out.spilled);
+    assert_eq!(out.content, compact);
+    assert_eq!(out.omitted_bytes, 0);
+    assert_eq!(out.format, Format::Json);
+}
+
+#[test]
+fn deep_nesting_is_summarized_in_bounded_memory() {
+    let depth = 200_000;
+    let text = "[".repeat(depth) + "1" + &"]".repeat(depth);
+    let dir = tempfile::tempdir().unwrap();
+    let sp = spiller(1024, Format::Json, dir.path());
+    let out = sp.apply(text.as_bytes()).unwrap();
+    assert_eq!(out.format, Format::Json, "{:?}", out.json_error);
+    assert!(out.content.len() <= 1024);
+    assert!(
+        out.content.contains("[spillway: an array of 1 elements"),
+        "{}",
+        out.content
+    );
+    let mut de = serde_json::Deserializer::from_str(&out.content);
+    serde::de::IgnoredAny::deserialize(&mut de).unwrap();
+}
+
+#[test]
+fn what_is_not_json_gets_the_text_preview_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("[");
+    for i in 0..5000 {
+        let _ = write!(text, "{i},");
+    }
+    text.push_str("oops]");
+    for format in [Format::Json, Format::Auto] {
+        let out = spiller(1024, format, dir.path())
+            .apply(text.as_bytes())
+            .unwrap();
+        assert_eq!(out.format, Format::Text);
+        assert!(out.content.contains("omitted lines") || out.content.contains("[spillway:"));
+        assert_eq!(
+            out.json_error.is_some(),
+            format == Format::Json,
+            "{:?}",
+            out.json_error
+        );
+        if let Some(e) = &out.json_error {
+            assert!(e.contains("not one JSON document (at byte"), "{e}");
+        }
+    }
+    // Text stays text: the same outcome as with the text format.
+    let text_out = spiller(1024, Format::Text, dir.path())
+        .apply(text.as_bytes())
+        .unwrap();
+    let auto_out = spiller(1024, Format::Auto, dir.path())
+        .apply(text.as_bytes())
+        .unwrap();
+    assert_eq!(text_out, auto_out);
+}
+
+#[test]
+fn pointer_errors_say_what_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let obj = store
+        .put(br#"{"a": {"b": [1, 2]}}"#, spillway::WriteOptions::raw())
+        .unwrap();
+    let mut out = Vec::new();
+    let e = store
+        .read_pointer(&obj.id, &"/a/b/5".parse().unwrap(), &mut out)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("the deepest part that exists is /a/b"),
+        "{e}"
+    );
+    assert_eq!(e.kind(), spillway::StoreErrorKind::OutOfRange);
+    let text = store
+        .put(b"not json", spillway::WriteOptions::raw())
+        .unwrap();
+    let e = store
+        .read_pointer(&text.id, &JsonPointer::default(), &mut out)
+        .unwrap_err();
+    assert!(e.to_string().contains("is not one JSON document"), "{e}");
+    assert!(out.is_empty());
+    for bad in ["a", "/~2", "/x~"] {
+        assert!(bad.parse::<JsonPointer>().is_err(), "{bad}");
+    }
+}
