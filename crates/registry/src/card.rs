@@ -66,7 +66,7 @@ pub fn cards(events: &[Event]) -> Vec<Card> {
                 }
             }
             // Nested dispatches are events, never cards.
-            Event::CodeDispatchStart { .. } | Event::CodeDispatch { .. } => {}
+            Event::CodeDispatchStart { .. } | Event::CodeDispatch { .. } | Event::Turn { .. } => {}
         }
     }
     out

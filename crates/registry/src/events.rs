@@ -55,6 +55,17 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         spills: Vec<ContentId>,
     },
+    /// The calls a model issued together, and the share of the turn's
+    /// budget each result got. Recorded before their results.
+    #[serde(rename = "tool/turn", rename_all = "camelCase")]
+    Turn {
+        /// The turn's id.
+        turn_id: String,
+        /// The turn's budget: the most text its results hold together.
+        budget: u64,
+        /// Each call, in the order the model issued them.
+        calls: Vec<TurnShare>,
+    },
     /// A program's nested tool call starts.
     #[serde(rename = "tool/code-dispatch-start", rename_all = "camelCase")]
     CodeDispatchStart {
@@ -86,6 +97,20 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         spills: Vec<ContentId>,
     },
+}
+
+/// One call's part of a turn.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct TurnShare {
+    /// The call's id.
+    pub call_id: String,
+    /// The text bytes its result held under its own tool's policy.
+    pub demand: u64,
+    /// The text bytes its result holds in the turn (`demand` unless it was
+    /// cut to make the turn fit).
+    pub share: u64,
 }
 
 #[derive(Serialize, Deserialize)]

@@ -30,6 +30,7 @@ pub mod card;
 pub mod events;
 pub mod run_code;
 pub mod tools;
+pub mod turn;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -66,8 +67,15 @@ pub fn spill_read_templates() -> spillway::NoticeTemplates {
     if let Ok(stored) = SPILL_READ_STORED.parse() {
         t.stored = stored;
     }
+    if let Ok(pointer) = SPILL_READ_POINTER.parse() {
+        t.pointer = pointer;
+    }
     t
 }
+
+/// The `pointer` template for a registry that ships [`tools::SpillRead`]:
+/// a JSON preview's markers point at `spill_read` with a `pointer`.
+pub const SPILL_READ_POINTER: &str = "spill_read(id=\"{short_id}\", pointer=\"{pointer}\")";
 
 /// One content block of a tool result.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,6 +171,8 @@ pub struct ResultMeta {
 /// What a tool produced.
 #[derive(Debug)]
 #[non_exhaustive]
+// One per call, moved once: boxing the outcome would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Rendered {
     /// Content blocks held in memory.
     Blocks(Vec<Block>),
@@ -459,6 +469,10 @@ impl Registry {
     /// largest budget (64 MiB); their durable copies are bounded by
     /// `spiller`'s policy.
     ///
+    /// `run_code` results are previewed as JSON when the whole result is one
+    /// JSON document ([`spillway::Format::Auto`]), unless `spiller`'s policy
+    /// names a format or [`RegistryBuilder::policy`] gives `run_code` one.
+    ///
     /// # Errors
     ///
     /// Never in practice: the value policy is built from constants.
@@ -476,13 +490,24 @@ impl Registry {
             .templates(spiller.policy().templates().clone());
         let values = values.build()?;
         let values = Spiller::new(values, spiller.store().clone())?;
+        // A program's return value is usually JSON: `run_code` reads its
+        // result as JSON when it is one document, unless the policy says
+        // how (or `policy("run_code", …)` does).
+        let mut per_tool = HashMap::new();
+        if spiller.policy().format() == spillway::Format::Text {
+            let mut auto = spiller.policy().to_config().builder()?;
+            auto.format(spillway::Format::Auto)
+                .templates(spiller.policy().templates().clone());
+            let auto = Spiller::new(auto.build()?, spiller.store().clone())?;
+            per_tool.insert("run_code".to_owned(), auto);
+        }
         Ok(RegistryBuilder {
             inner: Registry {
                 tools: BTreeMap::new(),
                 pre: Vec::new(),
                 post: Vec::new(),
                 spiller,
-                per_tool: HashMap::new(),
+                per_tool,
                 values,
                 log,
                 skip: ["read", "spill_read", "spill_grep"]
@@ -528,6 +553,13 @@ impl Registry {
     /// [`NotDurable`] when the session log cannot be written; it hands the
     /// result back.
     pub fn call(&self, call: &ToolCall) -> Result<ToolResult, NotDurable> {
+        let (result, logged) = self.execute(call);
+        self.record(result, logged)
+    }
+
+    /// Logs the call and runs it through the pipeline; the result is not
+    /// recorded yet.
+    fn execute(&self, call: &ToolCall) -> (ToolResult, Result<(), LogError>) {
         let logged = self.log.append(&Event::ToolCall {
             call_id: call.id.clone(),
             tool: call.tool.clone(),
@@ -606,6 +638,15 @@ impl Registry {
             is_error,
             meta,
         };
+        (result, logged)
+    }
+
+    /// Records a result in the session log: from then on it is durable.
+    fn record(
+        &self,
+        result: ToolResult,
+        logged: Result<(), LogError>,
+    ) -> Result<ToolResult, NotDurable> {
         let recorded = logged.and_then(|()| {
             self.log.append(&Event::ToolResult {
                 call_id: result.call_id.clone(),

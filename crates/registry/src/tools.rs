@@ -101,7 +101,9 @@ impl Tool for Bash {
     }
 }
 
-/// `spill_read`: `{ "id": "blake3:…" or a prefix, "lines": "A:B" }` or
+/// `spill_read`: `{ "id": "blake3:…" or a prefix, "pointer": "/a/0" }` (the
+/// value at a JSON Pointer of a stored JSON document), or
+/// `{ "id": …, "lines": "A:B" }` or
 /// `{ …, "bytes": "A:B" }`. Reads part of a stored object, bounded by the
 /// registry's budget: whole lines that fit, and a note saying how to read
 /// on. It is in the default skip list, so its result is never spilled again.
@@ -126,6 +128,24 @@ impl Tool for SpillRead {
         let id = object_id(store, id_text)?;
         let lines = args.get("lines").and_then(Value::as_str);
         let bytes = args.get("bytes").and_then(Value::as_str);
+        let mut data = Vec::new();
+        if let Some(p) = args.get("pointer").and_then(Value::as_str) {
+            if lines.is_some() || bytes.is_some() {
+                return Err(bad("give `pointer`, `lines` or `bytes`, one of them".into()));
+            }
+            let pointer: spillway::JsonPointer = p
+                .parse()
+                .map_err(|e: spillway::PointerError| bad(e.to_string()))?;
+            let report = store
+                .read_pointer(&id, &pointer, &mut data)
+                .map_err(|e| ToolError::Failed(e.to_string()))?;
+            // Past the budget it reads on as a byte range of the object.
+            let sel = Selection::Bytes(ByteRange {
+                start: report.start,
+                end: Some(report.start + data.len() as u64),
+            });
+            return Ok(page(cx, data, sel, report.start));
+        }
         let sel = match (lines, bytes) {
             (Some(l), None) => {
                 Selection::Lines(l.parse::<LineRange>().map_err(|e| bad(e.to_string()))?)
@@ -136,60 +156,69 @@ impl Tool for SpillRead {
             (None, None) => Selection::All,
             (Some(_), Some(_)) => return Err(bad("give `lines` or `bytes`, not both".into())),
         };
-        let mut data = Vec::new();
         let report = store
             .read_into(&id, &sel, &mut data)
             .map_err(|e| ToolError::Failed(e.to_string()))?;
-        let budget = cx.policy().max_inline_bytes().saturating_sub(NOTE_ROOM);
-        let fit = fit_lossy(&data, budget);
-        if fit == data.len() {
-            return Ok(Rendered::Blocks(vec![Block::text(
-                String::from_utf8_lossy(&data),
-            )]));
-        }
-        // Every continuation is an exact offset into the raw object: what is
-        // shown plus what the note points at is the selection, no byte
-        // skipped or repeated.
-        let start = report.start;
-        let end = start + data.len() as u64;
-        let whole_lines = match sel {
-            Selection::Bytes(_) => None,
-            _ => memchr::memrchr(b'\n', &data[..fit]).map(|i| i + 1),
-        };
-        let (shown, note) = match (sel, whole_lines) {
-            (Selection::Bytes(r), _) => {
-                let next = r.start + fit as u64;
-                let to = r.end.map_or(String::new(), |e| e.to_string());
-                (
-                    fit,
-                    format!(
-                        "\n[spill_read: showing bytes {}-{}; continue with bytes=\"{next}:{to}\"]",
-                        r.start, next
-                    ),
-                )
-            }
-            (_, Some(cut)) => {
-                let first = match sel {
-                    Selection::Lines(r) => r.first,
-                    _ => 1,
-                };
-                let next = first + memchr::memchr_iter(b'\n', &data[..cut]).count() as u64;
-                let to = match sel {
-                    Selection::Lines(r) => r.last.map_or(String::new(), |l| l.to_string()),
-                    _ => String::new(),
-                };
-                (cut, format!("[spill_read: showing lines {first}-{}; continue with lines=\"{next}:{to}\"]", next - 1))
-            }
-            (_, None) => {
-                let next = start + fit as u64;
-                (fit, format!("\n[spill_read: a line longer than the budget; showing bytes {start}-{next}; continue with bytes=\"{next}:{end}\"]"))
-            }
-        };
-        Ok(Rendered::Blocks(vec![Block::text(format!(
-            "{}{note}",
-            String::from_utf8_lossy(&data[..shown])
-        ))]))
+        Ok(page(cx, data, sel, report.start))
     }
+}
+
+/// What `spill_read` shows of `data` (the selection `sel`, which starts at
+/// byte `start` of the object): all of it, or what fits and the exact
+/// continuation.
+fn page(cx: &Cx<'_>, data: Vec<u8>, sel: Selection, start: u64) -> Rendered {
+    let budget = cx.policy().max_inline_bytes().saturating_sub(NOTE_ROOM);
+    let fit = fit_lossy(&data, budget);
+    if fit == data.len() {
+        return Rendered::Blocks(vec![Block::text(String::from_utf8_lossy(&data))]);
+    }
+    // Every continuation is an exact offset into the raw object: what is
+    // shown plus what the note points at is the selection, no byte
+    // skipped or repeated.
+    let end = start + data.len() as u64;
+    let whole_lines = match sel {
+        Selection::Bytes(_) => None,
+        _ => memchr::memrchr(b'\n', &data[..fit]).map(|i| i + 1),
+    };
+    let (shown, note) = match (sel, whole_lines) {
+        (Selection::Bytes(r), _) => {
+            let next = r.start + fit as u64;
+            let to = r.end.map_or(String::new(), |e| e.to_string());
+            (
+                fit,
+                format!(
+                    "\n[spill_read: showing bytes {}-{}; continue with bytes=\"{next}:{to}\"]",
+                    r.start, next
+                ),
+            )
+        }
+        (_, Some(cut)) => {
+            let first = match sel {
+                Selection::Lines(r) => r.first,
+                _ => 1,
+            };
+            let next = first + memchr::memchr_iter(b'\n', &data[..cut]).count() as u64;
+            let to = match sel {
+                Selection::Lines(r) => r.last.map_or(String::new(), |l| l.to_string()),
+                _ => String::new(),
+            };
+            (
+                cut,
+                format!(
+                    "[spill_read: showing lines {first}-{}; continue with lines=\"{next}:{to}\"]",
+                    next - 1
+                ),
+            )
+        }
+        (_, None) => {
+            let next = start + fit as u64;
+            (fit, format!("\n[spill_read: a line longer than the budget; showing bytes {start}-{next}; continue with bytes=\"{next}:{end}\"]"))
+        }
+    };
+    Rendered::Blocks(vec![Block::text(format!(
+        "{}{note}",
+        String::from_utf8_lossy(&data[..shown])
+    ))])
 }
 
 /// An id as a call gives it: whole, or a prefix resolved in the store.

@@ -41,6 +41,12 @@ fn programs(code: &str, host: &mut CodeHost<'_, '_>) -> Result<Option<Value>, Co
             Ok(Some(Value::String(two)))
         }
         "nothing" => Ok(None),
+        "big-json" => {
+            let rows: Vec<Value> = (0..5000)
+                .map(|i| json!({"id": i, "name": format!("row {i}"), "ok": i != 2500}))
+                .collect();
+            Ok(Some(json!({"rows": rows, "failed": [2500]})))
+        }
         "huge-bash" => {
             let out = host
                 .call(
@@ -119,8 +125,15 @@ impl Tool for Big {
     }
     fn execute(&self, _cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
         self.1.fetch_add(1, Ordering::SeqCst);
+        if let Some(ms) = args["delay_ms"].as_u64() {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
         let n = args["bytes"].as_u64().unwrap_or(10) as usize;
-        let text: String = "0123456789abcdef\n".repeat(n / 17 + 1)[..n].to_string();
+        let seed = args["seed"]
+            .as_u64()
+            .map_or(String::new(), |s| format!("seed {s}\n"));
+        let text: String =
+            (seed + &"0123456789abcdef\n".repeat(n / 17 + 1))[..n.max(1)].to_string();
         if args["fail"].as_bool() == Some(true) {
             return Err(ToolError::Failed(text));
         }
@@ -984,6 +997,188 @@ fn spill_grep_pages_through_every_match_within_the_budget() {
         json!({ "id": id.to_string(), "pattern": "(" }),
     );
     assert!(bad.is_error);
+}
+
+#[test]
+fn a_json_result_previews_as_json_whose_markers_spill_read_reads_back() {
+    let h = harness(None);
+    let r = call(&h, "j1", "run_code", json!({"code": "big-json"}));
+    let t = text(&r).to_string();
+    assert!(t.len() <= 4096, "{}", t.len());
+    let preview: Value = serde_json::from_str(&t).expect("the preview is JSON");
+    assert_eq!(preview["failed"], json!([2500]));
+    let rows = preview["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["id"], 0);
+    assert_eq!(rows.last().unwrap()["id"], 4999);
+    let marker = rows
+        .iter()
+        .find_map(|r| r.as_str().filter(|s| s.starts_with("[spillway: ")))
+        .expect("a marker");
+    // The marker names spill_read with a pointer, and that call reads the
+    // elided element back.
+    let start = marker.find("spill_read(id=\"").unwrap() + "spill_read(id=\"".len();
+    let id = &marker[start..start + 23];
+    let p0 = marker.find("pointer=\"").unwrap() + "pointer=\"".len();
+    let pointer = &marker[p0..marker[p0..].find('"').unwrap() + p0];
+    let back = call(
+        &h,
+        "j2",
+        "spill_read",
+        json!({"id": id, "pointer": pointer}),
+    );
+    let got: Value = serde_json::from_str(text(&back)).unwrap();
+    let index: usize = pointer.rsplit('/').next().unwrap().parse().unwrap();
+    assert_eq!(
+        got,
+        json!({"id": index, "name": format!("row {index}"), "ok": index != 2500})
+    );
+    let missing = call(
+        &h,
+        "j3",
+        "spill_read",
+        json!({"id": id, "pointer": "/rows/9999"}),
+    );
+    assert!(missing.is_error);
+    assert!(
+        text(&missing).contains("the deepest part that exists is /rows"),
+        "{}",
+        text(&missing)
+    );
+    // A text tool keeps the text preview.
+    let b = call(&h, "j4", "bash", json!({"command": "seq 1 100000"}));
+    assert!(text(&b).contains("omitted lines"));
+}
+
+/// A deterministic mix of sizes: mostly small, some near the tool's own
+/// budget, some far past it.
+fn turn_sizes(n: usize, salt: u64) -> Vec<u64> {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ salt;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            match x % 10 {
+                0..=5 => 20 + x % 600,
+                6 | 7 => 2000 + x % 3000,
+                _ => 50_000 + x % 400_000,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_turn_shares_its_budget_the_same_whatever_order_its_calls_finish_in() {
+    let h = harness(None);
+    let mut cut = 0;
+    for (n, salt) in [
+        (1, 1),
+        (2, 2),
+        (3, 3),
+        (5, 4),
+        (8, 5),
+        (16, 6),
+        (33, 7),
+        (64, 8),
+    ] {
+        let sizes = turn_sizes(n, salt);
+        let budget = 700 * n + 600;
+        // Each call alone, outside any turn: what a small result must stay.
+        let alone: Vec<String> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| {
+                let r = call(
+                    &h,
+                    &format!("alone-{n}-{i}"),
+                    "big",
+                    json!({"bytes": b, "seed": i}),
+                );
+                text(&r).to_string()
+            })
+            .collect();
+        let level = {
+            let demands: Vec<usize> = alone.iter().map(String::len).collect();
+            *spillway_registry::turn::fair_shares(&demands, budget)
+                .iter()
+                .max()
+                .unwrap()
+        };
+        let mut first: Option<Vec<String>> = None;
+        for round in 0..4u64 {
+            let calls: Vec<ToolCall> = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| {
+                    // Each round finishes the calls in another order.
+                    let delay = (i as u64 * 7 + round * 13) % (n as u64 + 3);
+                    ToolCall::new(
+                        format!("turn-{n}-{round}-{i}"),
+                        "big",
+                        json!({"bytes": b, "seed": i, "delay_ms": delay}),
+                    )
+                })
+                .collect();
+            let turn = h
+                .registry
+                .turn(format!("turn-{n}-{round}"), calls, budget)
+                .unwrap();
+            if round % 2 == 0 {
+                turn.run_all();
+            } else {
+                // One thread, calls run in a shuffled order.
+                let mut order: Vec<usize> = (0..n).collect();
+                order.rotate_left(round as usize % n);
+                order.reverse();
+                for i in order {
+                    turn.run(i);
+                }
+            }
+            let results: Vec<String> = turn
+                .finish()
+                .into_iter()
+                .map(|r| text(&r.unwrap()).to_string())
+                .collect();
+            let total: usize = results.iter().map(String::len).sum();
+            assert!(total <= budget, "{n} calls: {total} > {budget}");
+            for (i, got) in results.iter().enumerate() {
+                if alone[i].len() <= budget / n || alone[i].len() < level {
+                    assert_eq!(
+                        got, &alone[i],
+                        "a small result was cut ({n} calls, call {i})"
+                    );
+                } else {
+                    assert!(got.len() <= level, "call {i} past the fair level");
+                    assert!(got.contains("[spillway: omitted lines"), "{got}");
+                    cut += 1;
+                }
+            }
+            match &first {
+                None => first = Some(results),
+                Some(f) => assert_eq!(f, &results, "the order of finishing changed a result"),
+            }
+        }
+    }
+    assert!(cut > 20, "the sizes must make the turns cut ({cut} cuts)");
+    // The log records each turn with its shares, before its results.
+    let evs = events(&h);
+    let turns: Vec<&Event> = evs
+        .iter()
+        .filter(|e| matches!(e, Event::Turn { .. }))
+        .collect();
+    assert_eq!(turns.len(), 8 * 4);
+    for t in turns {
+        let Event::Turn { budget, calls, .. } = t else {
+            unreachable!()
+        };
+        let total: u64 = calls.iter().map(|c| c.share).sum();
+        assert!(total <= *budget);
+        assert!(calls.iter().all(|c| c.share <= c.demand));
+    }
+    let too_small = h
+        .registry
+        .turn("tiny", vec![ToolCall::new("x", "big", json!({}))], 10);
+    assert!(too_small.unwrap_err().to_string().contains("use at least"));
 }
 
 /// A tool with a policy of its own is bounded by it, in outer calls and in
