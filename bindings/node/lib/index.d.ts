@@ -22,8 +22,10 @@ export interface PolicyOptions {
   onStoreError?: 'preview' | 'fail'
   /** `'durable'` (fsync before the outcome; default) or `'relaxed'`. */
   durability?: 'durable' | 'relaxed'
-  /** Notice templates (see the project's README). */
-  notice?: Partial<Record<'omitted' | 'binary' | 'lossy' | 'stored' | 'unsaved', string>>
+  /** `'text'` (head, notice, tail; default), `'json'` (a JSON document's preview stays JSON of the same shape, with markers), or `'auto'` (JSON when the input is one JSON document). */
+  format?: 'text' | 'json' | 'auto'
+  /** Notice templates (see the project's README); `pointer` is the read hint in a JSON preview's markers. */
+  notice?: Partial<Record<'omitted' | 'binary' | 'lossy' | 'stored' | 'unsaved' | 'pointer', string>>
 }
 
 export interface SpillerOptions extends PolicyOptions {
@@ -58,6 +60,10 @@ export interface Outcome {
   spill?: StoredObject
   storeError?: string
   storeErrorKind?: string
+  /** `'json'` when `content` is a JSON preview, else `'text'`. */
+  format: 'text' | 'json'
+  /** With `format: 'json'` in the policy: why the input got the text preview instead. */
+  jsonError?: string
 }
 
 /** An error from spillway, with a stable code (`ERR_SPILLWAY_BUDGET_TOO_SMALL`, `ERR_SPILLWAY_STORE`, ...). */

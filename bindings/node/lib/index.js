@@ -25,12 +25,13 @@ const POLICY_KEYS = {
   level: 'zstd_level',
   onStoreError: 'on_store_error',
   durability: 'durability',
+  format: 'format',
   notice: 'notice',
 }
 const SIZE_KEYS = new Set(['maxInlineBytes', 'maxSpillBytes'])
 /** UTF-16 units per slice when a long string is applied: 1 Mi. */
 const SLICE = 1 << 20
-const NOTICE_KEYS = new Set(['omitted', 'binary', 'lossy', 'stored', 'unsaved'])
+const NOTICE_KEYS = new Set(['omitted', 'binary', 'lossy', 'stored', 'unsaved', 'pointer'])
 
 function policyConfig(options) {
   const config = {}
@@ -44,7 +45,7 @@ function policyConfig(options) {
         if (!NOTICE_KEYS.has(k)) throw invalid(`unknown notice template \`${k}\` (known: ${[...NOTICE_KEYS].join(', ')})`)
         if (typeof v !== 'string') throw invalid(`notice.${k} must be a string`)
       }
-    } else if (['compression', 'onStoreError', 'durability'].includes(key)) {
+    } else if (['compression', 'onStoreError', 'durability', 'format'].includes(key)) {
       if (typeof value !== 'string') throw invalid(`${key} must be a string`)
     } else if (!(SIZE_KEYS.has(key) && typeof value === 'string') && !(Number.isSafeInteger(value) && value >= 0)) {
       throw invalid(`${key} must be a whole number 0 or more${SIZE_KEYS.has(key) ? " or a size such as '32KiB'" : ''}, got ${String(value)}`)

@@ -208,6 +208,7 @@ class Spiller:
         level: Optional[int] = None,
         on_store_error: Optional[str] = None,
         durability: Optional[str] = None,
+        format: Optional[str] = None,
         notice: Optional[Mapping[str, str]] = None,
     ) -> None:
         config: Dict[str, Any] = {}
@@ -220,6 +221,7 @@ class Spiller:
             ("zstd_level", level),
             ("on_store_error", on_store_error),
             ("durability", durability),
+            ("format", format),
         ):
             if value is not None:
                 config[key] = value

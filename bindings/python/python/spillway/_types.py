@@ -79,6 +79,12 @@ class Outcome:
     store_error: Optional[str]
     """Why the full output could not be stored, when it could not."""
     store_error_kind: Optional[str]
+    format: str = "text"
+    """``"json"`` when ``content`` is a JSON preview (a document of the
+    input's shape with markers), else ``"text"``."""
+    json_error: Optional[str] = None
+    """With ``format="json"`` in the policy: why the input got the text
+    preview instead."""
 
     def __str__(self) -> str:
         return self.content
