@@ -25,6 +25,7 @@ PAIRS = [
     ("stage-zstd-3", "zstd-3", {}, None),
     ("stage-dedup-hit", "blake3", {}, None),
     ("run_code-render-into-stage", "apply-rendered", {}, None),
+    ("json-preview", "text-preview", {67108864: 3.0}, ["json_records", "json_articles"]),
 ]
 
 

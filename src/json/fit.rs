@@ -29,9 +29,10 @@ use super::sketch::{Child, Container, Node, Str};
 
 /// Renders the read hint for a pointer: `Ok(hint)` or why nothing was stored.
 pub(crate) trait Hint {
-    /// The text after "read it with: " for `pointer`, or `None` when the
-    /// output was not stored.
-    fn hint(&self, pointer: &str) -> Result<String, String>;
+    /// How to read the value at `pointer` (which ends at raw offset `end`
+    /// of the document), or why it cannot be read: nothing was stored, or
+    /// the stored part ends before it.
+    fn hint(&self, pointer: &str, end: u64) -> Result<String, String>;
 }
 
 /// What the fitted preview left out.
@@ -173,12 +174,12 @@ impl<'a> Fitter<'a> {
         }
     }
 
-    fn read(&self, pointer: &str) -> String {
-        self.read_as("it", pointer)
+    fn read(&self, pointer: &str, end: u64) -> String {
+        self.read_as("it", pointer, end)
     }
 
-    fn read_as(&self, what: &str, pointer: &str) -> String {
-        match self.hint.hint(pointer) {
+    fn read_as(&self, what: &str, pointer: &str, end: u64) -> String {
+        match self.hint.hint(pointer, end) {
             Ok(h) => format!("read {what} with: {h}"),
             Err(e) => format!("not stored: {e}"),
         }
@@ -192,7 +193,10 @@ impl<'a> Fitter<'a> {
             Node::Container(c) => container_desc(c.kind, c.count, child.raw_len()),
             Node::Summary { kind, count } => container_desc(*kind, *count, child.raw_len()),
         };
-        format!("[spillway: {what} omitted; {}]", self.read(pointer))
+        format!(
+            "[spillway: {what} omitted; {}]",
+            self.read(pointer, child.end)
+        )
     }
 
     /// Writes the document's root, keeping its type, within `budget`.
@@ -205,7 +209,7 @@ impl<'a> Fitter<'a> {
             }
         }
         match &root.node {
-            Node::Str(s) => self.string(s, &pointer, budget, out),
+            Node::Str(s) => self.string(s, root.end, &pointer, budget, out),
             Node::Container(c) => self.container(c, root, &mut pointer, budget, out),
             _ => false,
         }
@@ -228,7 +232,7 @@ impl<'a> Fitter<'a> {
             }
         }
         let fitted = match &child.node {
-            Node::Str(s) => self.string(s, pointer, budget, out),
+            Node::Str(s) => self.string(s, child.end, pointer, budget, out),
             Node::Container(c) => self.container(c, child, pointer, budget, out),
             _ => false,
         };
@@ -256,8 +260,15 @@ impl<'a> Fitter<'a> {
         }
     }
 
-    fn string(&mut self, s: &Str, pointer: &str, budget: usize, out: &mut String) -> bool {
-        let read = self.read(pointer);
+    fn string(
+        &mut self,
+        s: &Str,
+        end: u64,
+        pointer: &str,
+        budget: usize,
+        out: &mut String,
+    ) -> bool {
+        let read = self.read(pointer, end);
         let marker = |omitted: u64| {
             format!(
                 "…[spillway: {omitted} of {} bytes of this string omitted; {read}]…",
@@ -327,24 +338,32 @@ impl<'a> Fitter<'a> {
         out: &mut String,
     ) -> bool {
         let kids: Vec<&Child> = c.head.iter().chain(c.tail.iter()).collect();
-        let range_marker = |s: &Self, p: &str, count: u64, first: u64, last: u64, bytes: u64| {
+        let range_marker = |s: &Self,
+                            p: &str,
+                            count: u64,
+                            first: u64,
+                            last: u64,
+                            bytes: u64,
+                            end: u64| {
             format!(
-                "[spillway: {count} elements omitted, {p}/{first} to {p}/{last}, {bytes} bytes; {}]",
-                s.read_as("one", &format!("{p}/{first}"))
-            )
+                    "[spillway: {count} elements omitted, {p}/{first} to {p}/{last}, {bytes} bytes; {}]",
+                    s.read_as("one", &format!("{p}/{first}"), end)
+                )
         };
         let n = c.count;
         let worst = nines(n);
-        let reserve = 2
-            + 1
-            + quoted_len(&range_marker(
-                self,
-                pointer,
-                worst,
-                worst,
-                worst,
-                nines(me.raw_len()),
-            ));
+        // The marker's size, the widest it can be: readable or not.
+        let widest = [0, u64::MAX]
+            .map(|end| {
+                let bytes = nines(me.raw_len());
+                quoted_len(&range_marker(
+                    self, pointer, worst, worst, worst, bytes, end,
+                ))
+            })
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        let reserve = 2 + 1 + widest;
         let Some(avail) = budget.checked_sub(reserve) else {
             return false;
         };
@@ -355,48 +374,79 @@ impl<'a> Fitter<'a> {
         } else {
             (kids.len(), kids.len())
         };
+        // Whole elements first: from the front within the head's share,
+        // from the back within the rest.
         let mut head: Vec<String> = Vec::new();
         let mut used = 0;
         for kid in &kids[..head_max] {
             let sep = usize::from(!head.is_empty());
             let room = head_room.saturating_sub(used + sep);
-            let whole = kid.compact.is_some_and(|l| l as usize <= room);
-            if !whole && !head.is_empty() {
-                break;
-            }
-            match self.try_value(kid, pointer, room) {
-                Some(s) => {
+            match kid.compact {
+                Some(l) if l as usize <= room => {
+                    let mut s = String::new();
+                    write_full(kid, &mut s);
                     used += s.len() + sep;
                     head.push(s);
                 }
-                None => break,
-            }
-            if !whole {
-                break;
+                _ => break,
             }
         }
-        let tail_room = avail - used;
         let mut tail: Vec<String> = Vec::new();
         let mut tail_used = 0;
         let floor = head.len().max(kids.len() - tail_max);
         for kid in kids[floor..].iter().rev() {
             let sep = usize::from(!tail.is_empty() || !head.is_empty());
-            let room = tail_room.saturating_sub(tail_used + sep);
-            let whole = kid.compact.is_some_and(|l| l as usize <= room);
-            if !whole && !tail.is_empty() {
-                break;
-            }
-            match self.try_value(kid, pointer, room) {
-                Some(s) => {
+            let room = (avail - used).saturating_sub(tail_used + sep);
+            match kid.compact {
+                Some(l) if l as usize <= room => {
+                    let mut s = String::new();
+                    write_full(kid, &mut s);
                     tail_used += s.len() + sep;
                     tail.push(s);
                 }
-                None => break,
-            }
-            if !whole {
-                break;
+                _ => break,
             }
         }
+        // Then, where a side took nothing, its next element cut down to
+        // what is left: the last one first (errors are at the end), and the
+        // first one too when both sides are empty.
+        let untaken = |head: &Vec<String>, tail: &Vec<String>| {
+            let lo = head.len();
+            let hi = kids.len() - tail.len();
+            (lo < hi).then_some((lo, hi))
+        };
+        let left_room = |used: usize, tail_used: usize| avail - used - tail_used;
+        if let Some((lo, hi)) = untaken(&head, &tail) {
+            let both = head.is_empty() && tail.is_empty() && hi - lo >= 2 && lo < head_max;
+            if both {
+                let share = left_room(used, tail_used) * self.head_percent as usize / 100;
+                if let Some(s) = self.try_value(kids[lo], pointer, share) {
+                    used += s.len();
+                    head.push(s);
+                }
+            }
+        }
+        if let Some((_, hi)) = untaken(&head, &tail) {
+            if tail.is_empty() && kids.len() - hi < tail_max {
+                let sep = usize::from(!head.is_empty());
+                let room = left_room(used, tail_used).saturating_sub(sep);
+                if let Some(s) = self.try_value(kids[hi - 1], pointer, room) {
+                    tail_used += s.len() + sep;
+                    tail.push(s);
+                }
+            }
+        }
+        if let Some((lo, _)) = untaken(&head, &tail) {
+            if head.is_empty() && lo < head_max {
+                let sep = usize::from(!tail.is_empty());
+                let room = left_room(used, tail_used).saturating_sub(sep);
+                if let Some(s) = self.try_value(kids[lo], pointer, room) {
+                    used += s.len() + sep;
+                    head.push(s);
+                }
+            }
+        }
+        let _ = used + tail_used;
         tail.reverse();
         // What is left out: kept children not taken, and the gap.
         let left: Vec<&Child> = kids[head.len()..kids.len() - tail.len()].to_vec();
@@ -431,7 +481,7 @@ impl<'a> Fitter<'a> {
             push_item(out, s);
         }
         if count > 0 {
-            let m = range_marker(self, pointer, count, first, last, end - start);
+            let m = range_marker(self, pointer, count, first, last, end - start, end);
             let mut q = String::new();
             push_quoted(&mut q, &m);
             push_item(out, &q);
@@ -483,7 +533,7 @@ impl<'a> Fitter<'a> {
         let range_marker = |s: &Self, p: &str, count: u64, bytes: u64| {
             format!(
                 "[spillway: {count} members omitted, {bytes} bytes; {}]",
-                s.read_as("the object", p)
+                s.read_as("the object", p, me.end)
             )
         };
         let (take_head, take_tail, extra) = if c.gap.count == 0 && all_min <= budget {

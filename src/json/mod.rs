@@ -93,7 +93,7 @@ impl JsonStage {
             scanner: Scanner::new(),
             builder: Builder::new(Keep {
                 head_cost: 2 * budget + SKETCH_FLOOR,
-                tail_cost: 2 * budget + SKETCH_FLOOR,
+                window: 2 * budget + SKETCH_FLOOR,
                 str_keep: budget,
                 max_key: MAX_KEY.min(budget),
                 keep_depth: KEEP_DEPTH,
@@ -107,8 +107,14 @@ impl JsonStage {
     }
 
     pub(crate) fn feed(&mut self, chunk: &[u8]) {
-        if self.alive() {
-            self.scanner.feed(chunk, &mut self.builder);
+        // In pieces much smaller than the window: a tail-side string's
+        // start is still in the window when it turns long.
+        for piece in chunk.chunks(64 << 10) {
+            if !self.alive() {
+                return;
+            }
+            self.builder.window.push(piece);
+            self.scanner.feed(piece, &mut self.builder);
         }
     }
 

@@ -29,6 +29,15 @@ pub(crate) trait Sink {
     fn str_part(&mut self, raw: &[u8]);
     /// The current string ended; `end` is just past its closing quote.
     fn str_end(&mut self, end: Offset);
+    /// A whole string with no escape, found in one chunk: `str_begin`,
+    /// `str_part` and `str_end` in one call.
+    fn string(&mut self, key: bool, at: Offset, raw: &[u8], end: Offset) {
+        self.str_begin(key, at);
+        if !raw.is_empty() {
+            self.str_part(raw);
+        }
+        self.str_end(end);
+    }
     /// A number or literal, whole, at `at`; `raw` is `None` when it is longer
     /// than [`MAX_SCALAR`].
     fn scalar(&mut self, raw: Option<&[u8]>, at: Offset, end: Offset);
@@ -160,11 +169,13 @@ impl Scanner {
         self.error
     }
 
+    #[inline]
     fn top_is_object(&self) -> bool {
         let d = self.depth - 1;
         self.stack[(d / 64) as usize] >> (d % 64) & 1 == 1
     }
 
+    #[inline]
     fn push(&mut self, kind: Kind) {
         let d = self.depth;
         let word = (d / 64) as usize;
@@ -184,30 +195,40 @@ impl Scanner {
         self.error = Some(NotJson { at });
     }
 
-    /// The state after a value ends.
-    fn after_value(&mut self) -> State {
-        if self.depth == 0 {
-            self.done = true;
-        }
-        State::After
-    }
-
     /// Feeds the next chunk. After an error, further input is ignored.
     pub(crate) fn feed<S: Sink>(&mut self, chunk: &[u8], sink: &mut S) {
         let base = self.pos;
-        let mut i = 0;
+        self.pos = base + chunk.len() as u64;
         let n = chunk.len();
+        let mut i = 0;
+        let mut state = self.state;
+        macro_rules! fail {
+            ($at:expr) => {{
+                self.state = State::Failed;
+                self.error = Some(NotJson {
+                    at: base + $at as u64,
+                });
+                return;
+            }};
+        }
+        // The state after a value ends.
+        macro_rules! after_value {
+            () => {{
+                if self.depth == 0 {
+                    self.done = true;
+                }
+                State::After
+            }};
+        }
         while i < n {
-            match self.state {
+            match state {
                 State::Failed => return,
                 State::Str => {
                     let rest = &chunk[i..];
-                    match memchr::memchr2(b'"', b'\\', rest) {
+                    match find_special(rest) {
                         Some(j) => {
-                            if has_control(&rest[..j]) {
-                                let k = rest.iter().position(|&b| b < 0x20).unwrap_or(0);
-                                self.fail(base + (i + k) as u64);
-                                return;
+                            if rest[j] < 0x20 {
+                                fail!(i + j);
                             }
                             if rest[j] == b'"' {
                                 if j > 0 {
@@ -215,23 +236,18 @@ impl Scanner {
                                 }
                                 i += j + 1;
                                 sink.str_end(base + i as u64);
-                                self.state = if self.key {
+                                state = if self.key {
                                     State::Colon
                                 } else {
-                                    self.after_value()
+                                    after_value!()
                                 };
                             } else {
                                 sink.str_part(&rest[..=j]);
                                 i += j + 1;
-                                self.state = State::Escape;
+                                state = State::Escape;
                             }
                         }
                         None => {
-                            if has_control(rest) {
-                                let k = rest.iter().position(|&b| b < 0x20).unwrap_or(0);
-                                self.fail(base + (i + k) as u64);
-                                return;
-                            }
                             sink.str_part(rest);
                             i = n;
                         }
@@ -242,27 +258,22 @@ impl Scanner {
                     let b = chunk[i];
                     match b {
                         b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
-                            self.state = State::Str
+                            state = State::Str
                         }
-                        b'u' => self.state = State::Unicode(4),
-                        _ => {
-                            self.fail(base + i as u64);
-                            return;
-                        }
+                        b'u' => state = State::Unicode(4),
+                        _ => fail!(i),
                     }
                     sink.str_part(&chunk[i..=i]);
                     i += 1;
                     continue;
                 }
                 State::Unicode(left) => {
-                    let b = chunk[i];
-                    if !b.is_ascii_hexdigit() {
-                        self.fail(base + i as u64);
-                        return;
+                    if !chunk[i].is_ascii_hexdigit() {
+                        fail!(i);
                     }
                     sink.str_part(&chunk[i..=i]);
                     i += 1;
-                    self.state = if left == 1 {
+                    state = if left == 1 {
                         State::Str
                     } else {
                         State::Unicode(left - 1)
@@ -283,22 +294,19 @@ impl Scanner {
                     }
                     self.take_scalar(&chunk[start..i]);
                     if i == n {
-                        self.state = State::Num(num);
+                        state = State::Num(num);
                         break;
                     }
                     if !num.complete() {
-                        self.fail(base + i as u64);
-                        return;
+                        fail!(i);
                     }
                     self.emit_scalar(base + i as u64, sink);
-                    self.state = self.after_value();
+                    state = after_value!();
                     continue;
                 }
                 State::Lit(word, matched) => {
-                    let b = chunk[i];
-                    if word[usize::from(matched)] != b {
-                        self.fail(base + i as u64);
-                        return;
+                    if word[usize::from(matched)] != chunk[i] {
+                        fail!(i);
                     }
                     i += 1;
                     let matched = matched + 1;
@@ -307,59 +315,112 @@ impl Scanner {
                         self.scalar.extend_from_slice(word);
                         self.scalar_long = false;
                         self.emit_scalar(base + i as u64, sink);
-                        self.state = self.after_value();
+                        state = after_value!();
                     } else {
-                        self.state = State::Lit(word, matched);
+                        state = State::Lit(word, matched);
                     }
                     continue;
                 }
                 _ => {}
             }
             // Structural states: skip whitespace first.
-            let b = chunk[i];
-            if is_ws(b) {
-                i += 1;
-                continue;
-            }
-            let at = base + i as u64;
-            match self.state {
-                State::Value | State::ValueOrEnd => {
-                    if self.done {
-                        self.fail(at);
+            let mut b = chunk[i];
+            if b <= b' ' {
+                while is_ws(b) {
+                    i += 1;
+                    if i == n {
+                        self.state = state;
                         return;
                     }
-                    if b == b']' && self.state == State::ValueOrEnd {
-                        self.close(at, sink);
+                    b = chunk[i];
+                }
+            }
+            let at = base + i as u64;
+            match state {
+                State::Value | State::ValueOrEnd => {
+                    if b == b']' && state == State::ValueOrEnd {
+                        self.depth -= 1;
+                        sink.end(at + 1);
+                        state = after_value!();
                         i += 1;
                         continue;
                     }
-                    i += 1;
                     match b {
                         b'{' => {
                             self.push(Kind::Object);
                             sink.begin(Kind::Object, at);
-                            self.state = State::KeyOrEnd;
+                            state = State::KeyOrEnd;
+                            i += 1;
                         }
                         b'[' => {
                             self.push(Kind::Array);
                             sink.begin(Kind::Array, at);
-                            self.state = State::ValueOrEnd;
+                            state = State::ValueOrEnd;
+                            i += 1;
                         }
                         b'"' => {
                             self.key = false;
-                            sink.str_begin(false, at);
-                            self.state = State::Str;
+                            match whole_string(&chunk[i + 1..]) {
+                                Some(Ok(j)) => {
+                                    let end = i + j + 2;
+                                    sink.string(
+                                        false,
+                                        at,
+                                        &chunk[i + 1..i + 1 + j],
+                                        base + end as u64,
+                                    );
+                                    i = end;
+                                    state = after_value!();
+                                }
+                                Some(Err(k)) => fail!(i + 1 + k),
+                                None => {
+                                    sink.str_begin(false, at);
+                                    state = State::Str;
+                                    i += 1;
+                                }
+                            }
                         }
                         b'-' | b'0'..=b'9' => {
                             self.scalar.clear();
                             self.scalar_long = false;
                             self.scalar_at = at;
-                            self.take_scalar(&chunk[i - 1..i]);
-                            self.state = State::Num(match b {
+                            // A whole number inside the chunk: no state.
+                            let mut num = match b {
                                 b'-' => Num::Minus,
                                 b'0' => Num::Zero,
                                 _ => Num::Int,
-                            });
+                            };
+                            let start = i;
+                            i += 1;
+                            if num == Num::Int {
+                                while i < n && chunk[i].is_ascii_digit() {
+                                    i += 1;
+                                }
+                            }
+                            while i < n {
+                                match num.step(chunk[i]) {
+                                    Some(next) => {
+                                        num = next;
+                                        i += 1;
+                                    }
+                                    None => break,
+                                }
+                            }
+                            if i == n {
+                                self.take_scalar(&chunk[start..i]);
+                                state = State::Num(num);
+                                break;
+                            }
+                            if !num.complete() {
+                                fail!(i);
+                            }
+                            let raw = &chunk[start..i];
+                            sink.scalar(
+                                (raw.len() <= MAX_SCALAR).then_some(raw),
+                                at,
+                                base + i as u64,
+                            );
+                            state = after_value!();
                         }
                         b't' | b'f' | b'n' => {
                             self.scalar_at = at;
@@ -368,64 +429,78 @@ impl Scanner {
                                 b'f' => b"false",
                                 _ => b"null",
                             };
-                            self.state = State::Lit(word, 1);
+                            let rest = &chunk[i..];
+                            if rest.len() >= word.len() {
+                                if &rest[..word.len()] != word {
+                                    let k = rest.iter().zip(word).position(|(a, b)| a != b);
+                                    fail!(i + k.unwrap_or(0));
+                                }
+                                i += word.len();
+                                sink.scalar(Some(word), at, base + i as u64);
+                                state = after_value!();
+                            } else {
+                                state = State::Lit(word, 1);
+                                i += 1;
+                            }
                         }
-                        _ => {
-                            self.fail(at);
-                            return;
-                        }
+                        _ => fail!(i),
                     }
                 }
                 State::KeyOrEnd | State::Key => {
-                    if b == b'}' && self.state == State::KeyOrEnd {
-                        self.close(at, sink);
+                    if b == b'}' && state == State::KeyOrEnd {
+                        self.depth -= 1;
+                        sink.end(at + 1);
+                        state = after_value!();
                         i += 1;
                         continue;
                     }
                     if b != b'"' {
-                        self.fail(at);
-                        return;
+                        fail!(i);
                     }
-                    i += 1;
                     self.key = true;
-                    sink.str_begin(true, at);
-                    self.state = State::Str;
+                    match whole_string(&chunk[i + 1..]) {
+                        Some(Ok(j)) => {
+                            let end = i + j + 2;
+                            sink.string(true, at, &chunk[i + 1..i + 1 + j], base + end as u64);
+                            i = end;
+                            state = State::Colon;
+                        }
+                        Some(Err(k)) => fail!(i + 1 + k),
+                        None => {
+                            sink.str_begin(true, at);
+                            state = State::Str;
+                            i += 1;
+                        }
+                    }
                 }
                 State::Colon => {
                     if b != b':' {
-                        self.fail(at);
-                        return;
+                        fail!(i);
                     }
                     i += 1;
-                    self.state = State::Value;
+                    state = State::Value;
                 }
                 State::After => {
                     if self.depth == 0 {
-                        self.fail(at);
-                        return;
+                        fail!(i);
                     }
                     let object = self.top_is_object();
                     match (b, object) {
-                        (b',', true) => self.state = State::Key,
-                        (b',', false) => self.state = State::Value,
-                        (b'}', true) | (b']', false) => self.close(at, sink),
-                        _ => {
-                            self.fail(at);
-                            return;
+                        (b',', true) => state = State::Key,
+                        (b',', false) => state = State::Value,
+                        (b'}', true) | (b']', false) => {
+                            self.depth -= 1;
+                            sink.end(at + 1);
+                            state = after_value!();
                         }
+                        _ => fail!(i),
                     }
                     i += 1;
                 }
                 _ => unreachable!("handled above"),
             }
         }
-        self.pos = base + n as u64;
-    }
-
-    fn close<S: Sink>(&mut self, at: Offset, sink: &mut S) {
-        self.depth -= 1;
-        sink.end(at + 1);
-        self.state = self.after_value();
+        self.state = state;
     }
 
     fn take_scalar(&mut self, part: &[u8]) {
@@ -464,6 +539,56 @@ impl Scanner {
             self.fail(e.at);
             Err(e)
         }
+    }
+}
+
+/// Bytes a string's content cannot hold as they are: a quote, a backslash,
+/// a control byte.
+static SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = true;
+        b += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+/// The first quote, backslash or control byte in `s`. Most strings in a
+/// document are short (names, ids): a table lookup a byte finds their end
+/// before a vectorized search would have started.
+#[inline]
+fn find_special(s: &[u8]) -> Option<usize> {
+    let head = &s[..s.len().min(32)];
+    if let Some(i) = head.iter().position(|&b| SPECIAL[usize::from(b)]) {
+        return Some(i);
+    }
+    if head.len() == s.len() {
+        return None;
+    }
+    let rest = &s[head.len()..];
+    let j = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+    // A control byte before it ends the search there.
+    let k = if has_control(&rest[..j]) {
+        rest.iter().position(|&b| b < 0x20).unwrap_or(j)
+    } else {
+        j
+    };
+    (k < rest.len()).then_some(k + head.len())
+}
+
+/// A string's content that ends in this chunk with no escape: `Ok(len)`
+/// (the closing quote at `len`), `Err(at)` for a control byte, `None` when it
+/// has an escape or runs past the chunk (the byte-wise path takes it).
+#[inline]
+fn whole_string(s: &[u8]) -> Option<Result<usize, usize>> {
+    let j = find_special(s)?;
+    match s[j] {
+        b'"' => Some(Ok(j)),
+        b'\\' => None,
+        _ => Some(Err(j)),
     }
 }
 

@@ -7,24 +7,30 @@
 //!   `head_cost` (like the text head): each one whole, down to the keep
 //!   depth.
 //! * **Tail side.** Once a container stops taking head-side children, its
-//!   later children go to a ring. Rings along the open path share one
-//!   `tail_cost`; past it the oldest entry in document order (the front of
-//!   the outermost ring) is dropped into its container's gap, never the
-//!   newest. So the tail side is the last values before each container ends.
+//!   later children are only noted: where each starts and ends. The last
+//!   `window` bytes of the stream are kept as they are, so whichever of those
+//!   children are still in the window when their container closes are
+//!   parsed again from it, and only then. A child larger than the window is
+//!   sketched when it closes (its own last children, a long string's head
+//!   and tail), so the newest child is never lost. What fell out of the
+//!   window goes to the container's gap. So the tail side costs almost
+//!   nothing per value, and holds the last values before each container
+//!   ends.
 //! * **Strings** keep their first and last `str_keep` raw bytes; **numbers**
 //!   longer than [`MAX_SCALAR`](super::scan::MAX_SCALAR) bytes keep only their
-//!   length; **containers** deeper than `keep_depth` keep only their kind,
-//!   size and count.
+//!   length; **containers** deeper than `keep_depth` keep only their kind and
+//!   count.
 //! * **Gaps** count what was dropped: children, raw bytes, and the first and
 //!   last dropped index.
 //!
 //! A node's cost is the raw bytes it keeps plus [`NODE_COST`] for its
-//! bookkeeping, so memory stays within a small multiple of
-//! `head_cost + tail_cost` whatever the document.
+//! bookkeeping. Memory: the head side (`head_cost`), the window, and for
+//! each open container at most two sketched children larger than the
+//! window.
 
 use std::collections::VecDeque;
 
-use super::scan::{Kind, Offset, Sink};
+use super::scan::{Kind, Offset, Scanner, Sink};
 
 /// The cost charged for each kept node on top of its bytes.
 pub(crate) const NODE_COST: usize = 48;
@@ -33,7 +39,7 @@ pub(crate) const NODE_COST: usize = 48;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Keep {
     pub head_cost: usize,
-    pub tail_cost: usize,
+    pub window: usize,
     pub str_keep: usize,
     pub max_key: usize,
     pub keep_depth: usize,
@@ -141,50 +147,177 @@ impl Child {
     }
 }
 
+/// The last `cap` bytes of the stream, addressed by stream offset.
+pub(crate) struct Window {
+    buf: Vec<u8>,
+    cap: usize,
+    /// Where the oldest byte is, once `buf` is full.
+    start: usize,
+    /// The offset just past the newest byte.
+    end: u64,
+}
+
+impl Window {
+    pub(crate) fn new(cap: usize) -> Self {
+        Window {
+            buf: Vec::new(),
+            cap,
+            start: 0,
+            end: 0,
+        }
+    }
+
+    pub(crate) fn push(&mut self, data: &[u8]) {
+        self.end += data.len() as u64;
+        if self.cap == 0 {
+            return;
+        }
+        if data.len() >= self.cap {
+            self.buf.clear();
+            self.buf.extend_from_slice(&data[data.len() - self.cap..]);
+            self.start = 0;
+            return;
+        }
+        let mut data = data;
+        if self.buf.len() < self.cap {
+            let n = (self.cap - self.buf.len()).min(data.len());
+            self.buf.extend_from_slice(&data[..n]);
+            data = &data[n..];
+        }
+        while !data.is_empty() {
+            let n = (self.cap - self.start).min(data.len());
+            self.buf[self.start..self.start + n].copy_from_slice(&data[..n]);
+            self.start = (self.start + n) % self.cap;
+            data = &data[n..];
+        }
+    }
+
+    /// The offset of the oldest byte held.
+    fn oldest(&self) -> u64 {
+        self.end - self.buf.len() as u64
+    }
+
+    /// Bytes `from..to` of the stream, when all of them are held.
+    fn copy(&self, from: u64, to: u64) -> Option<Vec<u8>> {
+        if from < self.oldest() || to > self.end || from > to {
+            return None;
+        }
+        let len = self.buf.len();
+        let phys = |p: u64| (self.start + (p - self.oldest()) as usize) % len.max(1);
+        let (a, n) = (phys(from), (to - from) as usize);
+        let mut out = Vec::with_capacity(n);
+        if a + n <= len {
+            out.extend_from_slice(&self.buf[a..a + n]);
+        } else {
+            out.extend_from_slice(&self.buf[a..]);
+            out.extend_from_slice(&self.buf[..n - (len - a)]);
+        }
+        Some(out)
+    }
+}
+
+/// A tail-side child: where it is, or its sketch when it was larger than
+/// the window.
+enum Entry {
+    Span {
+        index: u64,
+        /// Where its member name starts (its start, in an array).
+        from: Offset,
+        start: Offset,
+        end: Offset,
+    },
+    Node(Box<Child>),
+}
+
+impl Entry {
+    fn bounds(&self) -> (u64, Offset, Offset) {
+        match self {
+            Entry::Span {
+                index, start, end, ..
+            } => (*index, *start, *end),
+            Entry::Node(c) => (c.index, c.start, c.end),
+        }
+    }
+}
+
 /// An open container.
 struct Frame {
     container: Container,
+    entries: VecDeque<Entry>,
     start: Offset,
+    from: Offset,
     /// Whether new children may still go to the head side.
     head_side: bool,
     /// Whether this container itself started on the head side.
     placed_head: bool,
     index: u64,
+    /// The pending member name (head side) and where it starts.
     key: Option<Box<[u8]>>,
-    /// Cost held in this frame's ring.
-    ring_cost: usize,
-    /// Cost of everything kept below this frame (head and ring).
+    key_from: Offset,
+    /// Cost of the head-side children.
     cost: usize,
-    /// This frame's own key and index in its parent.
     my_key: Option<Box<[u8]>>,
     my_index: u64,
 }
 
-/// An open string.
+impl Frame {
+    fn gap(&mut self, e: &Entry) {
+        let (index, start, end) = e.bounds();
+        let gap = &mut self.container.gap;
+        if gap.count == 0 {
+            gap.first_start = start;
+            gap.first_index = index;
+        }
+        gap.count += 1;
+        gap.last_end = end;
+        gap.last_index = index;
+    }
+}
+
+/// An open head-side string (or member name): its head, and the last bytes
+/// as a ring.
 struct OpenStr {
     s: Str,
-    /// The last bytes seen, as a ring: `ring[ring_start..]` then `ring[..ring_start]`.
     ring: Vec<u8>,
     ring_start: usize,
     start: Offset,
     key: bool,
 }
 
+/// An open tail-side string: only its length, and its head once it grows
+/// long enough that the window may lose it.
+struct TailStr {
+    start: Offset,
+    len: u64,
+    head: Option<Vec<u8>>,
+    key: bool,
+}
+
 /// Builds the sketch from the tokenizer's events.
 pub(crate) struct Builder {
     keep: Keep,
+    /// Added to every offset the tokenizer reports (for a reparse).
+    base: u64,
+    /// The last bytes of the stream; the caller pushes each chunk before
+    /// it scans it.
+    pub(crate) window: Window,
     stack: Vec<Frame>,
     /// Levels of nesting past the keep depth, and the child count of the
     /// outermost of them.
     opaque: u64,
     opaque_count: u64,
     opaque_start: Offset,
+    opaque_from: Offset,
     opaque_kind: Kind,
     opaque_key: Option<Box<[u8]>>,
     opaque_index: u64,
+    opaque_head: bool,
     string: Option<OpenStr>,
+    tail_str: Option<TailStr>,
+    /// Emptied entry lists, to reuse: most tail-side containers are small
+    /// and short-lived.
+    spare: Vec<VecDeque<Entry>>,
     head_used: usize,
-    tail_used: usize,
     /// A key longer than `max_key` was seen: the document gets the text
     /// preview.
     pub(crate) key_too_long: bool,
@@ -195,16 +328,21 @@ impl Builder {
     pub(crate) fn new(keep: Keep) -> Self {
         Builder {
             keep,
+            base: 0,
+            window: Window::new(keep.window),
             stack: Vec::new(),
             opaque: 0,
             opaque_count: 0,
             opaque_start: 0,
+            opaque_from: 0,
             opaque_kind: Kind::Array,
             opaque_key: None,
             opaque_index: 0,
+            opaque_head: false,
             string: None,
+            tail_str: None,
+            spare: Vec::new(),
             head_used: 0,
-            tail_used: 0,
             key_too_long: false,
             root: None,
         }
@@ -215,10 +353,19 @@ impl Builder {
         self.root
     }
 
-    /// Memory held, in the units the limits count (for tests).
+    /// Memory held by sketches, in the units the limits count (for tests).
     #[cfg(test)]
     pub(crate) fn used(&self) -> usize {
-        self.head_used + self.tail_used
+        let nodes: usize = self
+            .stack
+            .iter()
+            .flat_map(|f| f.entries.iter())
+            .map(|e| match e {
+                Entry::Node(c) => c.cost,
+                Entry::Span { .. } => 32,
+            })
+            .sum();
+        self.head_used + nodes
     }
 
     /// Whether the next value starts on the head side.
@@ -229,75 +376,165 @@ impl Builder {
         }
     }
 
-    /// Takes the key and index for a value starting now.
-    fn slot(&mut self) -> (Option<Box<[u8]>>, u64) {
+    /// The name, index and first offset (its name's, for a member) of a
+    /// value starting at `at`.
+    fn slot(&mut self, at: Offset) -> (Option<Box<[u8]>>, u64, Offset) {
         match self.stack.last_mut() {
-            None => (None, 0),
+            None => (None, 0, at),
             Some(f) => {
                 let i = f.index;
                 f.index += 1;
-                (f.key.take(), i)
+                let from = match f.container.kind {
+                    Kind::Object => f.key_from,
+                    Kind::Array => at,
+                };
+                (f.key.take(), i, from)
             }
         }
     }
 
-    /// Places a finished value in its parent (or as the root): on the head
-    /// side when it started there.
-    fn place(&mut self, mut child: Child, head_side: bool) {
-        child.compact = compact_len(&child.node);
+    /// Places a finished head-side value in its parent (or as the root).
+    fn place_head(&mut self, child: Child) {
         let Some(f) = self.stack.last_mut() else {
             self.root = Some(child);
             return;
         };
         f.container.count += 1;
-        if head_side {
-            f.cost += child.cost;
-            self.head_used += child.cost;
-            f.container.head.push(child);
-            return;
-        }
-        f.head_side = false;
         f.cost += child.cost;
-        f.ring_cost += child.cost;
-        self.tail_used += child.cost;
-        f.container.tail.push_back(child);
-        self.evict();
+        self.head_used += child.cost;
+        f.container.head.push(child);
     }
 
-    /// Drops the oldest ring entries until the tail side fits, never the
-    /// newest one.
-    fn evict(&mut self) {
-        let Some(newest) = self
-            .stack
-            .iter()
-            .rposition(|f| !f.container.tail.is_empty())
-        else {
+    /// Notes a finished tail-side value, and drops from the front what the
+    /// window no longer holds (never the newest).
+    fn push_entry(&mut self, entry: Entry) {
+        let oldest = self.window.oldest();
+        let half = (self.keep.window / 2) as u64;
+        let Some(f) = self.stack.last_mut() else {
             return;
         };
-        let mut level = 0;
-        while self.tail_used > self.keep.tail_cost && level < self.stack.len() {
-            let f = &mut self.stack[level];
-            let keep = usize::from(level == newest);
-            if f.container.tail.len() <= keep {
-                level += 1;
-                continue;
-            }
-            let Some(old) = f.container.tail.pop_front() else {
-                level += 1;
-                continue;
-            };
-            let gap = &mut f.container.gap;
-            if gap.count == 0 {
-                gap.first_start = old.start;
-                gap.first_index = old.index;
-            }
-            gap.count += 1;
-            gap.last_end = old.end;
-            gap.last_index = old.index;
-            f.ring_cost -= old.cost;
-            f.cost -= old.cost;
-            self.tail_used -= old.cost;
+        f.container.count += 1;
+        f.head_side = false;
+        if !f.placed_head && entry.bounds().2 - f.start < half {
+            // A tail-side container this small is parsed again whole if it
+            // is kept (it fits the window); its children need no notes.
+            // If it grows past the window, its notes start here.
+            f.gap(&entry);
+            return;
         }
+        f.entries.push_back(entry);
+        // No preview shows more children than half its budget: older notes
+        // go to the gap.
+        let most = self.keep.str_keep / 2 + 2;
+        while f.entries.len() > most {
+            if let Some(e) = f.entries.pop_front() {
+                f.gap(&e);
+            }
+        }
+        while f.entries.len() > 1 {
+            let gone = match &f.entries[0] {
+                Entry::Span { from, .. } => *from < oldest,
+                Entry::Node(c) => c.end <= oldest,
+            };
+            if !gone {
+                break;
+            }
+            if let Some(e) = f.entries.pop_front() {
+                f.gap(&e);
+            }
+        }
+    }
+
+    /// A value's bytes parsed again from the window: `[value]` or
+    /// `{"name": value}`.
+    fn reparse(&self, e: &Entry, member: bool, depth: usize) -> Option<Child> {
+        let Entry::Span {
+            index, from, end, ..
+        } = e
+        else {
+            return None;
+        };
+        let bytes = self.window.copy(*from, *end)?;
+        let mut b = Builder::new(Keep {
+            head_cost: usize::MAX / 4,
+            window: 0,
+            keep_depth: self.keep.keep_depth.saturating_sub(depth),
+            ..self.keep
+        });
+        b.base = from - 1;
+        let mut s = Scanner::new();
+        let (open, close): (&[u8], &[u8]) = if member { (b"{", b"}") } else { (b"[", b"]") };
+        s.feed(open, &mut b);
+        s.feed(&bytes, &mut b);
+        s.feed(close, &mut b);
+        s.finish(&mut b).ok()?;
+        let root = b.root?;
+        let Node::Container(c) = root.node else {
+            return None;
+        };
+        let mut child = c.head.into_iter().next()?;
+        child.index = *index;
+        Some(child)
+    }
+
+    /// Ends a container: sketches its tail-side children from the window.
+    fn close(&mut self, mut f: Frame, end: Offset) -> Child {
+        let depth = self.stack.len() + 1;
+        let member = f.container.kind == Kind::Object;
+        let mut cost = f.cost;
+        let mut entries = std::mem::take(&mut f.entries);
+        // What the window lost, and everything before it, is the gap: it
+        // must sit between the head side and the children kept.
+        let oldest = self.window.oldest();
+        let lost = entries
+            .iter()
+            .rposition(|e| matches!(e, Entry::Span { from, .. } if *from < oldest));
+        if let Some(j) = lost {
+            for e in entries.drain(..=j) {
+                f.gap(&e);
+            }
+        }
+        let mut kept = Vec::with_capacity(entries.len());
+        let mut failed = false;
+        for e in &entries {
+            match e {
+                Entry::Node(_) => kept.push(None),
+                span => match self.reparse(span, member, depth) {
+                    Some(c) => kept.push(Some(c)),
+                    None => failed = true,
+                },
+            }
+        }
+        debug_assert!(!failed, "a span in the window did not parse again");
+        for (e, c) in entries.into_iter().zip(kept) {
+            if failed {
+                // Never with a well-formed span; the gap stays contiguous.
+                f.gap(&e);
+                continue;
+            }
+            let c = match (e, c) {
+                (Entry::Node(n), _) => *n,
+                (_, Some(c)) => c,
+                (e, None) => {
+                    f.gap(&e);
+                    continue;
+                }
+            };
+            cost += c.cost;
+            f.container.tail.push_back(c);
+        }
+        let key_len = f.my_key.as_ref().map_or(0, |k| k.len());
+        let mut child = Child {
+            index: f.my_index,
+            key: f.my_key,
+            node: Node::Container(Box::new(f.container)),
+            start: f.start,
+            end,
+            cost: cost + NODE_COST + key_len,
+            compact: None,
+        };
+        child.compact = compact_len(&child.node);
+        child
     }
 
     /// A value starts: counts it when it is a direct child of an opaque
@@ -311,25 +548,45 @@ impl Builder {
         }
         true
     }
+
+    /// Places a finished value whose sketch is made: on the head side, or
+    /// as a tail-side entry (a span when the window holds all of it).
+    fn finish_value(&mut self, child: Child, from: Offset, head_side: bool) {
+        if head_side {
+            self.place_head(child);
+        } else if from >= self.window.oldest() {
+            self.push_entry(Entry::Span {
+                index: child.index,
+                from,
+                start: child.start,
+                end: child.end,
+            });
+        } else {
+            self.push_entry(Entry::Node(Box::new(child)));
+        }
+    }
 }
 
 impl Sink for Builder {
     fn begin(&mut self, kind: Kind, at: Offset) {
+        let at = at + self.base;
         if self.opaque_value() {
             self.opaque += 1;
             return;
         }
-        let (key, index) = self.slot();
+        let head_side = self.head_side();
+        let (key, index, from) = self.slot(at);
         if self.stack.len() >= self.keep.keep_depth {
             self.opaque = 1;
             self.opaque_count = 0;
             self.opaque_start = at;
+            self.opaque_from = from;
             self.opaque_kind = kind;
             self.opaque_key = key;
             self.opaque_index = index;
+            self.opaque_head = head_side;
             return;
         }
-        let head_side = self.head_side();
         self.stack.push(Frame {
             container: Container {
                 kind,
@@ -338,12 +595,14 @@ impl Sink for Builder {
                 tail: VecDeque::new(),
                 count: 0,
             },
+            entries: self.spare.pop().unwrap_or_default(),
             start: at,
+            from,
             head_side,
             placed_head: head_side,
             index: 0,
             key: None,
-            ring_cost: 0,
+            key_from: 0,
             cost: 0,
             my_key: key,
             my_index: index,
@@ -351,69 +610,154 @@ impl Sink for Builder {
     }
 
     fn end(&mut self, end: Offset) {
+        let end = end + self.base;
         if self.opaque > 0 {
             self.opaque -= 1;
             if self.opaque == 0 {
                 let key = self.opaque_key.take();
                 let cost = NODE_COST + key.as_ref().map_or(0, |k| k.len());
-                let head_side = self.head_side();
-                self.place(
-                    Child {
-                        index: self.opaque_index,
-                        key,
-                        node: Node::Summary {
-                            kind: self.opaque_kind,
-                            count: self.opaque_count,
-                        },
-                        start: self.opaque_start,
-                        end,
-                        cost,
-                        compact: None,
+                let child = Child {
+                    index: self.opaque_index,
+                    key,
+                    node: Node::Summary {
+                        kind: self.opaque_kind,
+                        count: self.opaque_count,
                     },
-                    head_side,
-                );
+                    start: self.opaque_start,
+                    end,
+                    cost,
+                    compact: None,
+                };
+                if self.opaque_head {
+                    self.place_head(child);
+                } else {
+                    self.push_entry(Entry::Node(Box::new(child)));
+                }
             }
             return;
         }
-        let Some(f) = self.stack.pop() else {
+        let Some(mut f) = self.stack.pop() else {
             return;
         };
-        // Whatever this frame holds moves with it into its parent: take its
-        // costs off the books, `place` puts the total back.
-        self.head_used -= f.cost - f.ring_cost;
-        self.tail_used -= f.ring_cost;
-        let key_len = f.my_key.as_ref().map_or(0, |k| k.len());
-        self.place(
-            Child {
+        if !f.placed_head && f.from >= self.window.oldest() {
+            let mut entries = std::mem::take(&mut f.entries);
+            entries.clear();
+            if self.spare.len() < 64 {
+                self.spare.push(entries);
+            }
+            // All of it is in the window: a span, parsed again if its
+            // container keeps it.
+            self.push_entry(Entry::Span {
                 index: f.my_index,
-                key: f.my_key,
-                node: Node::Container(Box::new(f.container)),
+                from: f.from,
                 start: f.start,
                 end,
-                cost: f.cost + NODE_COST + key_len,
-                compact: None,
-            },
-            f.placed_head,
-        );
+            });
+            return;
+        }
+        let placed_head = f.placed_head;
+        let child = self.close(f, end);
+        if placed_head {
+            // Its head-side children were counted as they came.
+            let Some(parent) = self.stack.last_mut() else {
+                self.root = Some(child);
+                return;
+            };
+            let inner: usize = match &child.node {
+                Node::Container(c) => c.head.iter().map(|k| k.cost).sum(),
+                _ => 0,
+            };
+            parent.container.count += 1;
+            parent.cost += child.cost;
+            self.head_used = self.head_used - inner + child.cost;
+            parent.container.head.push(child);
+        } else {
+            self.push_entry(Entry::Node(Box::new(child)));
+        }
     }
 
     fn str_begin(&mut self, key: bool, at: Offset) {
+        let at = at + self.base;
         if !key && self.opaque_value() {
             return;
         }
         if self.opaque > 0 {
             return;
         }
-        self.string = Some(OpenStr {
-            s: Str::default(),
-            ring: Vec::new(),
-            ring_start: 0,
-            start: at,
-            key,
-        });
+        if key {
+            if let Some(f) = self.stack.last_mut() {
+                f.key_from = at;
+            }
+        }
+        if self.head_side() {
+            self.string = Some(OpenStr {
+                s: Str::default(),
+                ring: Vec::new(),
+                ring_start: 0,
+                start: at,
+                key,
+            });
+        } else {
+            self.tail_str = Some(TailStr {
+                start: at,
+                len: 0,
+                head: None,
+                key,
+            });
+        }
+    }
+
+    fn string(&mut self, key: bool, at: Offset, raw: &[u8], end: Offset) {
+        // The common case on the tail side, without the string's state.
+        if self.opaque == 0 && !self.head_side() {
+            let at = at + self.base;
+            if key {
+                if raw.len() > self.keep.max_key {
+                    self.key_too_long = true;
+                }
+                if let Some(f) = self.stack.last_mut() {
+                    f.key_from = at;
+                }
+                return;
+            }
+            let (_, index, from) = self.slot(at);
+            if from >= self.window.oldest() {
+                self.push_entry(Entry::Span {
+                    index,
+                    from,
+                    start: at,
+                    end: end + self.base,
+                });
+                return;
+            }
+            // Back to the general path (its slot is taken again there).
+            if let Some(f) = self.stack.last_mut() {
+                f.index -= 1;
+            }
+        }
+        self.str_begin(key, at);
+        if !raw.is_empty() {
+            self.str_part(raw);
+        }
+        self.str_end(end);
     }
 
     fn str_part(&mut self, mut raw: &[u8]) {
+        if let Some(t) = self.tail_str.as_mut() {
+            t.len += raw.len() as u64;
+            if t.key {
+                if t.len > self.keep.max_key as u64 {
+                    self.key_too_long = true;
+                }
+            } else if t.head.is_none() && t.len as usize >= self.keep.window / 4 {
+                // Long enough that the window may lose its start: keep
+                // its head now, while the window still holds it.
+                let from = t.start + 1;
+                let to = from + t.len.min(self.keep.str_keep as u64);
+                t.head = Some(self.window.copy(from, to).unwrap_or_default());
+            }
+            return;
+        }
         let Some(o) = self.string.as_mut() else {
             return;
         };
@@ -457,6 +801,45 @@ impl Sink for Builder {
     }
 
     fn str_end(&mut self, end: Offset) {
+        let end = end + self.base;
+        if let Some(t) = self.tail_str.take() {
+            if t.key {
+                return;
+            }
+            let (key, index, from) = self.slot(t.start);
+            if from >= self.window.oldest() {
+                self.push_entry(Entry::Span {
+                    index,
+                    from,
+                    start: t.start,
+                    end,
+                });
+                return;
+            }
+            // Longer than the window: its head, kept in time, and its tail.
+            let head = t.head.unwrap_or_default();
+            let tail_len = (self.keep.str_keep as u64).min(t.len - head.len() as u64);
+            let tail = self
+                .window
+                .copy(end - 1 - tail_len, end - 1)
+                .unwrap_or_default();
+            let cost = NODE_COST + head.len() + tail.len() + key.as_ref().map_or(0, |k| k.len());
+            let s = Str {
+                head,
+                tail,
+                len: t.len,
+            };
+            self.push_entry(Entry::Node(Box::new(Child {
+                index,
+                key,
+                node: Node::Str(s),
+                start: t.start,
+                end,
+                cost,
+                compact: None,
+            })));
+            return;
+        }
         let Some(mut o) = self.string.take() else {
             return;
         };
@@ -468,47 +851,54 @@ impl Sink for Builder {
         }
         o.ring.rotate_left(o.ring_start);
         o.s.tail = o.ring;
-        let (key, index) = self.slot();
+        let (key, index, _) = self.slot(o.start);
         let cost =
             NODE_COST + o.s.head.len() + o.s.tail.len() + key.as_ref().map_or(0, |k| k.len());
-        let head_side = self.head_side();
-        self.place(
-            Child {
-                index,
-                key,
-                node: Node::Str(o.s),
-                start: o.start,
-                end,
-                cost,
-                compact: None,
-            },
-            head_side,
-        );
+        let mut child = Child {
+            index,
+            key,
+            node: Node::Str(o.s),
+            start: o.start,
+            end,
+            cost,
+            compact: None,
+        };
+        child.compact = compact_len(&child.node);
+        self.place_head(child);
     }
 
     fn scalar(&mut self, raw: Option<&[u8]>, at: Offset, end: Offset) {
+        let (at, end) = (at + self.base, end + self.base);
         if self.opaque_value() {
             return;
         }
-        let (key, index) = self.slot();
+        let head_side = self.head_side();
+        let (key, index, from) = self.slot(at);
+        if !head_side {
+            self.push_entry(Entry::Span {
+                index,
+                from,
+                start: at,
+                end,
+            });
+            return;
+        }
         let node = match raw {
             Some(r) => Node::Scalar(r.into()),
             None => Node::LongNumber,
         };
         let cost = NODE_COST + raw.map_or(0, <[u8]>::len) + key.as_ref().map_or(0, |k| k.len());
-        let head_side = self.head_side();
-        self.place(
-            Child {
-                index,
-                key,
-                node,
-                start: at,
-                end,
-                cost,
-                compact: None,
-            },
-            head_side,
-        );
+        let mut child = Child {
+            index,
+            key,
+            node,
+            start: at,
+            end,
+            cost,
+            compact: None,
+        };
+        child.compact = compact_len(&child.node);
+        self.finish_value(child, from, true);
     }
 }
 
@@ -520,7 +910,7 @@ mod tests {
     fn keep(budget: usize) -> Keep {
         Keep {
             head_cost: 2 * budget,
-            tail_cost: 2 * budget,
+            window: 2 * budget,
             str_keep: budget,
             max_key: 256,
             keep_depth: 16,
@@ -530,7 +920,8 @@ mod tests {
     #[test]
     fn memory_stays_bounded_whatever_the_document() {
         let budget = 4096;
-        let limit = 4 * budget + 3 * budget + 16 * NODE_COST * 4;
+        // Independent of the document's size (each is over 1,000 budgets).
+        let limit = 64 * budget;
         let docs: Vec<Vec<u8>> = vec![
             // Many small records.
             {
@@ -567,6 +958,7 @@ mod tests {
             let mut b = Builder::new(keep(budget));
             let mut peak = 0;
             for chunk in doc.chunks(64 << 10) {
+                b.window.push(chunk);
                 s.feed(chunk, &mut b);
                 peak = peak.max(b.used());
             }
