@@ -986,3 +986,51 @@ fn grep_exit_codes_and_bad_input() {
     assert_eq!(j["lines"][0]["line"], 2);
     assert!(j["continue"].as_str().unwrap().ends_with("--from-line 8"));
 }
+
+/// The README's JSON preview example, run as written (another store path),
+/// gives the README's output; its pointer reads back the failing record.
+#[test]
+fn the_readme_json_example_prints_what_the_readme_shows() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .unwrap();
+    let section = &readme[readme.find("## JSON previews").expect("the section")..];
+    let block = |from: usize, lang: &str| -> String {
+        let open = format!("```{lang}\n");
+        let start = section[from..].find(&open).unwrap() + from + open.len();
+        let end = section[start..].find("```").unwrap() + start;
+        section[start..end].to_string()
+    };
+    let commands = block(0, "sh");
+    assert!(commands.contains("apply --format json --max-inline-bytes 1KiB < results.json"));
+    let shown = block(section.find("```json").unwrap(), "json");
+    // The document the README's python line writes (json.dumps, then print).
+    let results: Vec<String> = (0..20_000)
+        .map(|i| format!("{{\"test\": \"t{i}\", \"ok\": {}}}", i != 7000))
+        .collect();
+    let doc = format!(
+        "{{\"status\": \"failed\", \"results\": [{}], \"summary\": {{\"passed\": 19999, \"failed\": 1}}}}\n",
+        results.join(", ")
+    );
+    // A store path as long as the README's, so the read hints, and with
+    // them the preview's cut, are the same length.
+    let dir = tempfile::Builder::new()
+        .prefix("")
+        .rand_bytes("spill-demo".len())
+        .tempdir_in("/tmp")
+        .unwrap();
+    let store = dir.path().to_path_buf();
+    assert_eq!(store.to_string_lossy().len(), "/tmp/spill-demo".len());
+    let out = sp_in(
+        &store,
+        &["apply", "--format", "json", "--max-inline-bytes", "1KiB"],
+        doc.as_bytes(),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let got = String::from_utf8(out.stdout).unwrap();
+    let quoted = spillway::notice::shell_quote(&store.to_string_lossy());
+    assert_eq!(got.trim_end(), shown.trim_end().replace("/tmp/spill-demo", &quoted));
+    let id = &got[got.find("show ").unwrap() + 5..][..23];
+    let back = sp(&store, &["show", id, "--pointer", "/results/7000"]);
+    assert_eq!(String::from_utf8_lossy(&back.stdout), "{\"test\": \"t7000\", \"ok\": false}\n");
+    assert!(section.contains("--pointer /results/7000   # {\"test\": \"t7000\", \"ok\": false}"));
+}
