@@ -991,8 +991,8 @@ fn grep_exit_codes_and_bad_input() {
 /// gives the README's output; its pointer reads back the failing record.
 #[test]
 fn the_readme_json_example_prints_what_the_readme_shows() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-        .unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
     let section = &readme[readme.find("## JSON previews").expect("the section")..];
     let block = |from: usize, lang: &str| -> String {
         let open = format!("```{lang}\n");
@@ -1025,12 +1025,22 @@ fn the_readme_json_example_prints_what_the_readme_shows() {
         &["apply", "--format", "json", "--max-inline-bytes", "1KiB"],
         doc.as_bytes(),
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let got = String::from_utf8(out.stdout).unwrap();
     let quoted = spillway::notice::shell_quote(&store.to_string_lossy());
-    assert_eq!(got.trim_end(), shown.trim_end().replace("/tmp/spill-demo", &quoted));
+    assert_eq!(
+        got.trim_end(),
+        shown.trim_end().replace("/tmp/spill-demo", &quoted)
+    );
     let id = &got[got.find("show ").unwrap() + 5..][..23];
     let back = sp(&store, &["show", id, "--pointer", "/results/7000"]);
-    assert_eq!(String::from_utf8_lossy(&back.stdout), "{\"test\": \"t7000\", \"ok\": false}\n");
+    assert_eq!(
+        String::from_utf8_lossy(&back.stdout),
+        "{\"test\": \"t7000\", \"ok\": false}\n"
+    );
     assert!(section.contains("--pointer /results/7000   # {\"test\": \"t7000\", \"ok\": false}"));
 }
