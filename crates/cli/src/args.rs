@@ -81,6 +81,10 @@ pub enum Command {
         spillway config\n  \
         SPILLWAY_MAX_INLINE_BYTES=8KiB spillway config --json")]
     Config(ConfigArgs),
+    /// The Model Context Protocol: a spill-bounded proxy in front of any MCP
+    /// server, or a server of spillway's own.
+    #[command(subcommand)]
+    Mcp(McpCommand),
 }
 
 #[derive(Args, Debug)]
@@ -307,4 +311,42 @@ impl PolicyArgs {
             notice: None,
         }
     }
+}
+
+/// `spillway mcp …`.
+#[derive(Subcommand, Debug)]
+pub enum McpCommand {
+    /// Speak MCP on stdio to a client and relay every message to the MCP
+    /// server CMD (started as a child, on its stdio) and back, unchanged,
+    /// except that tool results are bounded (the full output stored) and
+    /// two tools are added that read what was stored.
+    #[command(after_help = "Examples:\n  \
+        spillway mcp proxy -- npx -y @modelcontextprotocol/server-everything\n  \
+        spillway mcp proxy --max-inline-bytes 16KiB --tool-prefix big_ -- python3 my_server.py")]
+    Proxy(McpProxyArgs),
+    /// An MCP server on stdio with the tools `run` (a shell command, bounded),
+    /// `spill_read` and `spill_grep`.
+    #[command(
+        after_help = "Examples:\n  spillway mcp serve\n  spillway --store ~/.cache/agent-spill mcp serve --max-inline-bytes 16KiB"
+    )]
+    Serve(McpServeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct McpProxyArgs {
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Put this before the added tools' names (`spill_read`, `spill_grep`)
+    /// so that they cannot collide with the server's.
+    #[arg(long, value_name = "PREFIX", default_value = "spillway_")]
+    pub tool_prefix: String,
+    /// The MCP server's command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Args, Debug)]
+pub struct McpServeArgs {
+    #[command(flatten)]
+    pub policy: PolicyArgs,
 }

@@ -19,7 +19,8 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use spillway_process::{pump, run_merged, widen_pipe, RunError, RunOptions};
 
 use super::args::{
-    ApplyArgs, Cli, Command, ConfigArgs, GcArgs, GrepArgs, JsonArg, RunArgs, ShowArgs, VerifyArgs,
+    ApplyArgs, Cli, Command, ConfigArgs, GcArgs, GrepArgs, JsonArg, McpCommand, McpProxyArgs,
+    RunArgs, ShowArgs, VerifyArgs,
 };
 use super::config::{self, Effective};
 use super::emit;
@@ -32,6 +33,8 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Apply(a) => Some(a.policy.to_config()),
         Command::Run(a) => Some(a.policy.to_config()),
         Command::Config(a) => Some(a.policy.to_config()),
+        Command::Mcp(McpCommand::Proxy(a)) => Some(a.policy.to_config()),
+        Command::Mcp(McpCommand::Serve(a)) => Some(a.policy.to_config()),
         _ => None,
     };
     // A flag whose value is out of range is a bad argument (exit 2), told
@@ -53,7 +56,55 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Gc(args) => gc(&store, args, quiet),
         Command::Stats(args) => stats(&store, args),
         Command::Config(args) => show_config(&eff, args),
+        Command::Mcp(McpCommand::Proxy(args)) => mcp_proxy(&eff, &store, args),
+        Command::Mcp(McpCommand::Serve(_)) => mcp_serve(&eff, &store),
     }
+}
+
+/// The policy for MCP: its read hints name the tools the client has.
+fn mcp_spiller(eff: &Effective, store: &Store, names: &spillway_mcp::ToolNames) -> Result<Spiller> {
+    let mut config = eff.policy()?.to_config();
+    let t = names.templates();
+    let notice = config.notice.get_or_insert_with(Default::default);
+    notice.stored = Some(t.stored.as_str().to_owned());
+    notice.pointer = Some(t.pointer.as_str().to_owned());
+    let policy = config.build().context("policy")?;
+    Spiller::new(policy, store.clone()).context("policy")
+}
+
+fn mcp_proxy(eff: &Effective, store: &Store, args: McpProxyArgs) -> Result<i32> {
+    let names = spillway_mcp::ToolNames::with_prefix(&args.tool_prefix);
+    let spiller = mcp_spiller(eff, store, &names)?;
+    let mut opts = spillway_mcp::proxy::ProxyOptions::new(spiller, &args.tool_prefix);
+    opts.names = names;
+    let mut cmd = std::process::Command::new(&args.command[0]);
+    cmd.args(&args.command[1..]);
+    let stdin = Box::new(io::BufReader::with_capacity(1 << 20, io::stdin()));
+    let stdout = Box::new(io::stdout());
+    let status = match spillway_mcp::proxy::run(opts, &mut cmd, stdin, stdout) {
+        Ok(s) => s,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            eprintln!(
+                "spillway: mcp proxy: cannot start {}: {e}",
+                args.command[0].to_string_lossy()
+            );
+            return Ok(127);
+        }
+        Err(e) => return Err(e).context("mcp proxy"),
+    };
+    use std::os::unix::process::ExitStatusExt;
+    Ok(status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+}
+
+fn mcp_serve(eff: &Effective, store: &Store) -> Result<i32> {
+    let names = spillway_mcp::ToolNames::with_prefix("");
+    let spiller = mcp_spiller(eff, store, &names)?;
+    let mut stdin = io::BufReader::with_capacity(1 << 20, io::stdin());
+    spillway_mcp::server::serve(&spiller, &mut stdin, Box::new(io::stdout()))
+        .context("mcp serve")?;
+    Ok(0)
 }
 
 /// Streams `reader` into a stage in 1 MiB reads.

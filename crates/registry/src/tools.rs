@@ -119,12 +119,25 @@ impl Tool for SpillRead {
     }
 
     fn execute(&self, cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
+        let text = SpillRead::read(cx.store(), cx.policy().max_inline_bytes(), args)?;
+        Ok(Rendered::Blocks(vec![Block::text(text)]))
+    }
+}
+
+impl SpillRead {
+    /// What `spill_read` answers for `args`, within `budget` bytes: the
+    /// tool without a registry (the MCP server and proxy call it).
+    ///
+    /// # Errors
+    ///
+    /// [`ToolError::InvalidArgs`] for bad arguments, [`ToolError::Failed`]
+    /// when the store cannot give the object.
+    pub fn read(store: &Store, budget: usize, args: &Value) -> Result<String, ToolError> {
         let bad = |m: String| ToolError::InvalidArgs(m);
         let id_text = args
             .get("id")
             .and_then(Value::as_str)
             .ok_or_else(|| bad("spill_read needs a string `id`".into()))?;
-        let store = cx.store();
         let id = object_id(store, id_text)?;
         let lines = args.get("lines").and_then(Value::as_str);
         let bytes = args.get("bytes").and_then(Value::as_str);
@@ -144,7 +157,7 @@ impl Tool for SpillRead {
                 start: report.start,
                 end: Some(report.start + data.len() as u64),
             });
-            return Ok(page(cx, data, sel, report.start));
+            return Ok(page(budget, data, sel, report.start));
         }
         let sel = match (lines, bytes) {
             (Some(l), None) => {
@@ -159,18 +172,18 @@ impl Tool for SpillRead {
         let report = store
             .read_into(&id, &sel, &mut data)
             .map_err(|e| ToolError::Failed(e.to_string()))?;
-        Ok(page(cx, data, sel, report.start))
+        Ok(page(budget, data, sel, report.start))
     }
 }
 
 /// What `spill_read` shows of `data` (the selection `sel`, which starts at
 /// byte `start` of the object): all of it, or what fits and the exact
 /// continuation.
-fn page(cx: &Cx<'_>, data: Vec<u8>, sel: Selection, start: u64) -> Rendered {
-    let budget = cx.policy().max_inline_bytes().saturating_sub(NOTE_ROOM);
+fn page(budget: usize, data: Vec<u8>, sel: Selection, start: u64) -> String {
+    let budget = budget.saturating_sub(NOTE_ROOM);
     let fit = fit_lossy(&data, budget);
     if fit == data.len() {
-        return Rendered::Blocks(vec![Block::text(String::from_utf8_lossy(&data))]);
+        return String::from_utf8_lossy(&data).into_owned();
     }
     // Every continuation is an exact offset into the raw object: what is
     // shown plus what the note points at is the selection, no byte
@@ -215,10 +228,7 @@ fn page(cx: &Cx<'_>, data: Vec<u8>, sel: Selection, start: u64) -> Rendered {
             (fit, format!("\n[spill_read: a line longer than the budget; showing bytes {start}-{next}; continue with bytes=\"{next}:{end}\"]"))
         }
     };
-    Rendered::Blocks(vec![Block::text(format!(
-        "{}{note}",
-        String::from_utf8_lossy(&data[..shown])
-    ))])
+    format!("{}{note}", String::from_utf8_lossy(&data[..shown]))
 }
 
 /// An id as a call gives it: whole, or a prefix resolved in the store.
@@ -262,6 +272,21 @@ impl Tool for SpillGrep {
     }
 
     fn execute(&self, cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
+        let text = SpillGrep::search(cx.store(), cx.policy().max_inline_bytes(), args)?;
+        Ok(Rendered::Blocks(vec![Block::text(text)]))
+    }
+}
+
+impl SpillGrep {
+    /// What `spill_grep` answers for `args`, within `budget` bytes: the
+    /// tool without a registry (the MCP server and proxy call it).
+    ///
+    /// # Errors
+    ///
+    /// [`ToolError::InvalidArgs`] for bad arguments or a pattern that does
+    /// not parse, [`ToolError::Failed`] when the store cannot give the
+    /// object.
+    pub fn search(store: &Store, budget: usize, args: &Value) -> Result<String, ToolError> {
         let bad = |m: &str| ToolError::InvalidArgs(m.to_string());
         let id_text = args
             .get("id")
@@ -286,14 +311,13 @@ impl Tool for SpillGrep {
         if from_line == 0 {
             return Err(bad("spill_grep: `from_line` counts from 1"));
         }
-        let store = cx.store();
         let id = object_id(store, id_text)?;
         let mut opts = GrepOptions::default();
         opts.before = context;
         opts.after = context;
         opts.max_count = count(args, "max_count")?;
         opts.from_line = from_line;
-        opts.max_bytes = cx.policy().max_inline_bytes().saturating_sub(NOTE_ROOM);
+        opts.max_bytes = budget.saturating_sub(NOTE_ROOM);
         let report = store
             .grep(&id, &regex, &opts)
             .map_err(|e| ToolError::Failed(e.to_string()))?;
@@ -309,7 +333,7 @@ impl Tool for SpillGrep {
                 report.more_matches
             ));
         }
-        Ok(Rendered::Blocks(vec![Block::text(text)]))
+        Ok(text)
     }
 }
 

@@ -1,0 +1,258 @@
+//! Bounding a `tools/call` result: its text blocks and its structured
+//! content together within the policy's budget.
+
+use serde_json::{json, Value};
+use spillway::{Format, Outcome, PolicyError, Spiller};
+use spillway_registry::turn::fair_shares;
+
+use crate::tools::ToolNames;
+
+/// `spiller`'s policy with another budget and format.
+fn narrowed(spiller: &Spiller, budget: usize, format: Format) -> Result<Spiller, PolicyError> {
+    let mut b = spiller.policy().to_config().builder()?;
+    b.max_inline_bytes(budget as u64)
+        .format(format)
+        .templates(spiller.policy().templates().clone());
+    Spiller::new(b.build()?, spiller.store().clone())
+}
+
+/// The smallest budget `spiller`'s policy can take.
+fn floor(spiller: &Spiller) -> usize {
+    match narrowed(spiller, 0, Format::Text) {
+        Err(PolicyError::BudgetTooSmall { needed, .. }) => {
+            match narrowed(spiller, needed as usize, Format::Text) {
+                Err(PolicyError::BudgetTooSmall { needed, .. }) => needed as usize,
+                _ => needed as usize,
+            }
+        }
+        _ => 0,
+    }
+}
+
+fn apply(spiller: &Spiller, budget: usize, format: Format, text: &[u8]) -> Option<Outcome> {
+    let sp = narrowed(spiller, budget, format).ok()?;
+    Some(match sp.apply(text) {
+        Ok(o) => o,
+        Err(e) => e.into_outcome(),
+    })
+}
+
+/// Bounds a `tools/call` result in place, with `spiller`'s policy (whose
+/// templates should name the spill tools): the text blocks and the
+/// structured content share the budget max-min fairly (one that needs less
+/// than an even share keeps all of it); each that exceeds its share is
+/// stored whole and replaced by its preview (a JSON document by a JSON
+/// preview). Other blocks and `isError` are left as they are.
+///
+/// Structured content past its share becomes a JSON preview of the same
+/// shape when the tool declares no `outputSchema` (`has_schema` false).
+/// When it declares one, a preview (whose markers are strings) could break
+/// the schema, so the structured content is removed and a text block says
+/// where it is stored and how to read it. Returns whether anything changed.
+pub fn bound_result(
+    spiller: &Spiller,
+    names: &ToolNames,
+    result: &mut Value,
+    has_schema: bool,
+) -> bool {
+    let budget = spiller.policy().max_inline_bytes();
+    let mut items: Vec<usize> = Vec::new();
+    let mut texts: Vec<usize> = Vec::new();
+    if let Some(blocks) = result.get("content").and_then(Value::as_array) {
+        for (i, b) in blocks.iter().enumerate() {
+            if b.get("type").and_then(Value::as_str) == Some("text") {
+                if let Some(t) = b.get("text").and_then(Value::as_str) {
+                    texts.push(i);
+                    items.push(t.len());
+                }
+            }
+        }
+    }
+    let structured = result
+        .get("structuredContent")
+        .filter(|v| !v.is_null())
+        .map(Value::to_string);
+    if let Some(s) = &structured {
+        items.push(s.len());
+    }
+    if items.iter().sum::<usize>() <= budget {
+        return false;
+    }
+    let least = floor(spiller);
+    let shares = fair_shares(&items, budget);
+    let mut changed = false;
+    for (k, &i) in texts.iter().enumerate() {
+        if items[k] <= shares[k] {
+            continue;
+        }
+        let Some(block) = result["content"].get_mut(i) else {
+            continue;
+        };
+        let text = block["text"].as_str().unwrap_or_default().to_owned();
+        if let Some(o) = apply(spiller, shares[k].max(least), Format::Auto, text.as_bytes()) {
+            block["text"] = Value::String(o.content);
+            changed = true;
+        }
+    }
+    if let Some(s) = structured {
+        let k = items.len() - 1;
+        if items[k] > shares[k] {
+            let share = shares[k].max(least);
+            let preview = if has_schema {
+                typed_preview(spiller, names, &mut result["structuredContent"], &s, share)
+            } else {
+                apply(spiller, share, Format::Json, s.as_bytes())
+            };
+            let json = preview
+                .as_ref()
+                .filter(|o| o.format == Format::Json)
+                .and_then(|o| serde_json::from_str::<Value>(&o.content).ok());
+            match json {
+                Some(v) => result["structuredContent"] = v,
+                None => {
+                    if let Some(obj) = result.as_object_mut() {
+                        obj.remove("structuredContent");
+                    }
+                    let stored = preview.as_ref().and_then(|o| o.spill.as_ref());
+                    let note = match stored {
+                        Some(spill) => format!(
+                            "[spillway: the structured result ({} bytes) is past the budget and left out{}; it is stored: read it with {}(id=\"{}\", pointer=\"\")]",
+                            s.len(),
+                            if has_schema { ", as a preview might not match the tool's output schema" } else { "" },
+                            names.read,
+                            &spill.id.to_string()[..spillway::notice::SHORT_ID_LEN]
+                        ),
+                        None => format!(
+                            "[spillway: the structured result ({} bytes) is past the budget and left out; it could not be stored: {}]",
+                            s.len(),
+                            preview.as_ref().and_then(|o| o.store_error.clone()).unwrap_or_default()
+                        ),
+                    };
+                    match result.get_mut("content").and_then(Value::as_array_mut) {
+                        Some(blocks) => blocks.push(json!({"type": "text", "text": note})),
+                        None => result["content"] = json!([{"type": "text", "text": note}]),
+                    }
+                }
+            }
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// A preview of structured content that keeps every value's type, for a
+/// tool with an output schema: long strings keep a head and a tail with a
+/// marker inside (still strings), long arrays keep their first and last
+/// elements (still arrays, with no marker element among them), every key
+/// stays. The whole is stored first; the markers name it. Valid for the
+/// schema unless the schema constrains string patterns or array lengths.
+fn typed_preview(
+    spiller: &Spiller,
+    names: &ToolNames,
+    value: &mut Value,
+    text: &str,
+    budget: usize,
+) -> Option<Outcome> {
+    let stored = spiller
+        .store()
+        .put(text.as_bytes(), spiller.policy().write_options())
+        .ok()?;
+    let short = stored.id.to_string()[..spillway::notice::SHORT_ID_LEN].to_owned();
+    let mut v = value.clone();
+    for _ in 0..64 {
+        let size = v.to_string().len();
+        if size <= budget {
+            let mut outcome = spiller.apply(b"").ok()?;
+            outcome.content = v.to_string();
+            outcome.format = Format::Json;
+            outcome.spill = Some(stored);
+            return Some(outcome);
+        }
+        let over = size - budget;
+        if !shrink_largest(&mut v, over, &|p: &str, n: usize| {
+            format!(
+                "…[spillway: {n} bytes of this string omitted; read it with {}(id=\"{short}\", pointer=\"{p}\")]…",
+                names.read
+            )
+        }) {
+            return None;
+        }
+    }
+    None
+}
+
+/// Shrinks the largest string or array below `v` by about `over` bytes
+/// (at least half of it); false when nothing is left to shrink.
+fn shrink_largest(v: &mut Value, over: usize, marker: &dyn Fn(&str, usize) -> String) -> bool {
+    // Find the largest reducible item by its serialized size.
+    fn walk(v: &Value, path: &mut String, best: &mut Option<(usize, String)>) {
+        match v {
+            // Shorter strings would not get shorter with a marker in them.
+            Value::String(s) if s.len() > 512 && best.as_ref().is_none_or(|b| s.len() > b.0) => {
+                *best = Some((s.len(), path.clone()));
+            }
+            Value::Array(a) => {
+                if a.len() > 2 {
+                    let size = v.to_string().len();
+                    if best.as_ref().is_none_or(|b| size > b.0) {
+                        *best = Some((size, path.clone()));
+                    }
+                }
+                for (i, x) in a.iter().enumerate() {
+                    let len = path.len();
+                    path.push('/');
+                    path.push_str(&i.to_string());
+                    walk(x, path, best);
+                    path.truncate(len);
+                }
+            }
+            Value::Object(m) => {
+                for (k, x) in m {
+                    let len = path.len();
+                    path.push('/');
+                    path.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                    walk(x, path, best);
+                    path.truncate(len);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut best = None;
+    walk(v, &mut String::new(), &mut best);
+    let Some((_, path)) = best else {
+        return false;
+    };
+    let Some(target) = v.pointer_mut(&path) else {
+        return false;
+    };
+    match target {
+        Value::String(s) => {
+            let len = s.len();
+            let m = marker(&path, 0).len() + 16;
+            // Cut to size when one cut can do it, else by half, so that the
+            // largest values shrink in turn.
+            let keep = len.saturating_sub(over + m).max(len / 2);
+            let mut head = (keep * 3 / 10).min(len);
+            while !s.is_char_boundary(head) {
+                head -= 1;
+            }
+            let mut tail = len - (keep - keep * 3 / 10).min(len - head);
+            while !s.is_char_boundary(tail) {
+                tail += 1;
+            }
+            let omitted = tail - head;
+            *s = format!("{}{}{}", &s[..head], marker(&path, omitted), &s[tail..]);
+            true
+        }
+        Value::Array(a) => {
+            let keep = (a.len() / 2).max(2);
+            let front = keep.div_ceil(2);
+            let back = keep - front;
+            let n = a.len();
+            a.drain(front..n - back);
+            true
+        }
+        _ => false,
+    }
+}

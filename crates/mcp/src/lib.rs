@@ -1,0 +1,24 @@
+//! spillway over the Model Context Protocol (MCP), on the stdio transport.
+//!
+//! * [`proxy`]: sits between any MCP client and any MCP server, relays every
+//!   message unchanged except that `tools/call` results pass through the
+//!   spill stage, and adds the tools that read what was stored.
+//! * [`server`]: a server of spillway's own with `run` (a shell command,
+//!   bounded), `spill_read` and `spill_grep`.
+//!
+//! Both speak newline-delimited JSON-RPC 2.0 over stdio with `serde_json`
+//! and nothing else: the proxy must pass on messages it does not know
+//! (newer protocol revisions, vendor extensions) exactly as they came, which
+//! a typed SDK would re-encode or refuse.
+
+#![deny(missing_docs)]
+#![warn(rust_2018_idioms)]
+
+mod bound;
+pub mod proxy;
+mod rpc;
+pub mod server;
+mod tools;
+
+pub use bound::bound_result;
+pub use tools::ToolNames;

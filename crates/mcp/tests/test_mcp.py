@@ -1,0 +1,295 @@
+"""spillway's MCP proxy and server, driven by the official Python MCP SDK as
+the client, over stdio.
+
+Needs `SPILLWAY_BIN` (the `spillway` binary) and `SERVER_EVERYTHING` (the
+`mcp-server-everything` binary from @modelcontextprotocol/server-everything);
+`.ci/run` sets both.
+"""
+
+import base64
+import json
+import os
+import re
+import sys
+import tempfile
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+HERE = Path(__file__).parent
+SPILLWAY = os.environ.get("SPILLWAY_BIN", str(HERE.parents[2] / "target" / "debug" / "spillway"))
+EVERYTHING = os.environ.get(
+    "SERVER_EVERYTHING", str(HERE / "node_modules" / ".bin" / "mcp-server-everything")
+)
+BUDGET = 4096
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> str:
+    return str(tmp_path / "store")
+
+
+@asynccontextmanager
+async def session(command: str, args: list[str]) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as s:
+            await s.initialize()
+            yield s
+
+
+def proxied(store: str, *server: str, budget: int = BUDGET) -> tuple[str, list[str]]:
+    return SPILLWAY, [
+        "--store", store, "mcp", "proxy", "--max-inline-bytes", str(budget), "--", *server,
+    ]
+
+
+def big_server() -> list[str]:
+    return [sys.executable, str(HERE / "big_server.py")]
+
+
+def texts(result: Any) -> list[str]:
+    return [b.text for b in result.content if b.type == "text"]
+
+
+def hint(text: str) -> tuple[str, str]:
+    """The id and the range a notice names."""
+    start = text.index('spillway_spill_read(id="') + len('spillway_spill_read(id="')
+    ident = text[start : text.index('"', start)]
+    rest = text[text.index('"', start) + 3 :]
+    unit, _, value = rest.partition('="')
+    return ident, unit + "=" + value[: value.index('"')]
+
+
+# --- spillway mcp serve ---------------------------------------------------
+
+
+async def test_serve_runs_a_command_and_bounds_its_output(store: str) -> None:
+    async with session(SPILLWAY, ["--store", store, "mcp", "serve", "--max-inline-bytes", "2KiB"]) as s:
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        assert set(tools) == {"run", "spill_read", "spill_grep"}
+        assert tools["run"].input_schema["required"] == ["command"]
+
+        small = await s.call_tool("run", {"command": "echo hi; echo err >&2"})
+        assert not small.is_error
+        assert texts(small) == ["hi\nerr\n"]
+
+        failing = await s.call_tool(
+            "run", {"command": "seq 1 200000; echo 'error: disk full' >&2; exit 3"}
+        )
+        assert failing.is_error
+        (text,) = texts(failing)
+        assert len(text.encode()) <= 2048
+        assert text.endswith("error: disk full\n[exit status 3]")
+        ident, _ = (text[text.index('spill_read(id="') + 15 :].split('"', 1)[0], None)
+        grep = await s.call_tool("spill_grep", {"id": ident, "pattern": "^123456$"})
+        assert texts(grep) == ["123456:123456\n"]
+        read = await s.call_tool("spill_read", {"id": ident, "lines": "199999:200001"})
+        assert texts(read) == ["199999\n200000\nerror: disk full\n"]
+
+        with tempfile.TemporaryDirectory() as cwd:
+            here = await s.call_tool("run", {"command": "pwd", "cwd": cwd})
+            assert texts(here) == [os.path.realpath(cwd) + "\n"]
+        slow = await s.call_tool("run", {"command": "sleep 30", "timeout": 0.5})
+        assert slow.is_error and "timeout" in texts(slow)[0]
+        bad = await s.call_tool("run", {"cwd": "/"})
+        assert bad.is_error and "command" in texts(bad)[0]
+
+        resource = await s.read_resource(f"spillway://{ident}")
+        assert resource.contents[0].text.startswith("1\n2\n3\n")
+        assert resource.contents[0].text.endswith("200000\nerror: disk full\n")
+
+
+# --- spillway mcp proxy in front of a Python SDK server --------------------
+
+
+async def test_proxy_bounds_big_text_and_reads_it_back(store: str) -> None:
+    async with session(*proxied(store, *big_server())) as s:
+        names = [t.name for t in (await s.list_tools()).tools]
+        assert names[-2:] == ["spillway_spill_read", "spillway_spill_grep"]
+        result = await s.call_tool("big_text", {"lines": 50_000})
+        assert not result.is_error
+        (text,) = texts(result)
+        assert len(text.encode()) <= BUDGET
+        assert text.endswith("49999 passed, 1 failed")
+        # The structured rendition is bounded too, and still fits the
+        # tool's output schema (the SDK checked it).
+        assert isinstance(result.structured_content["result"], str)
+        assert len(json.dumps(result.structured_content)) <= BUDGET
+        ident, rng = hint(text)
+        unit, _, value = rng.partition("=")
+        grep = await s.call_tool("spillway_spill_grep", {"id": ident, "pattern": "FAILED"})
+        assert texts(grep) == ["25001:test_25001 ... FAILED: expected 1, got 2\n"]
+        page = await s.call_tool("spillway_spill_read", {"id": ident, unit: value})
+        assert page.content[0].text.startswith("test_")
+
+
+async def test_proxy_keeps_images_and_errors(store: str) -> None:
+    async with session(*proxied(store, *big_server())) as s:
+        pic = await s.call_tool("picture_with_caption", {"caption_lines": 20_000})
+        kinds = [b.type for b in pic.content]
+        assert kinds == ["text", "image", "text"], kinds
+        assert base64.b64decode(pic.content[1].data).startswith(b"\x89PNG")
+        assert sum(len(t.encode()) for t in texts(pic)) <= BUDGET
+        assert texts(pic)[1] == "the end"
+
+        err = await s.call_tool("fail_loudly", {"lines": 30_000})
+        assert err.is_error
+        (text,) = texts(err)
+        assert len(text.encode()) <= BUDGET
+        assert text.rstrip().endswith("ValueError: the last line")
+
+
+async def test_proxy_bounds_structured_content_within_its_schema(store: str) -> None:
+    async with session(*proxied(store, *big_server())) as s:
+        result = await s.call_tool("big_structured", {"rows": 20_000})
+        sc = result.structured_content
+        assert sc["total"] == 20_000
+        rows = sc["rows"]
+        assert rows[0] == {"id": 0, "name": "row 0", "ok": True}
+        assert rows[-1] == {"id": 19_999, "name": "row 19999", "ok": True}
+        assert len(json.dumps(sc, separators=(",", ":"))) <= BUDGET
+        # Reading the stored structure back by a pointer.
+        (text,) = texts(result)
+        ident = re.search(r"blake3:[0-9a-f]{16}", text).group(0)
+        back = await s.call_tool("spillway_spill_read", {"id": ident, "pointer": "/rows/7"})
+        assert json.loads(texts(back)[0]) == {"id": 7, "name": "row 7", "ok": False}
+
+
+async def test_a_malformed_message_gets_an_error_and_the_session_goes_on(store: str) -> None:
+    command, args = proxied(store, *big_server())
+    process = await anyio.open_process([command, *args])
+    assert process.stdin and process.stdout
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        None,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": "x-7", "method": "tools/call", "params": {"name": "big_text", "arguments": {"lines": 3}}},
+    ]
+    for m in lines:
+        await process.stdin.send((b"this is not json" if m is None else json.dumps(m).encode()) + b"\n")
+    got: list[dict[str, Any]] = []
+    buf = b""
+    with anyio.fail_after(20):
+        while len(got) < 3:
+            buf += await process.stdout.receive()
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                got.append(json.loads(line))
+    await process.stdin.aclose()
+    with anyio.fail_after(20):
+        assert await process.wait() == 0
+    by_id = {str(m.get("id")): m for m in got}
+    assert by_id["None"]["error"]["code"] == -32700
+    assert by_id["1"]["result"]["serverInfo"]["name"] == "big-outputs"
+    assert by_id["x-7"]["result"]["content"][0]["text"].endswith("2 passed, 1 failed")
+
+
+# --- spillway mcp proxy in front of @modelcontextprotocol/server-everything --
+
+
+def sample(schema: dict[str, Any]) -> Any:
+    kind = schema.get("type")
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "default" in schema:
+        return schema["default"]
+    if kind == "string":
+        return "hello"
+    if kind == "integer":
+        return max(1, schema.get("minimum", 1))
+    if kind == "number":
+        return max(1, schema.get("minimum", 1))
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        return []
+    if kind == "object":
+        return {k: sample(v) for k, v in schema.get("properties", {}).items() if k in schema.get("required", [])}
+    return None
+
+
+def plain(x: Any) -> Any:
+    return x.model_dump(mode="json", exclude_none=True) if hasattr(x, "model_dump") else x
+
+
+async def attempt(call: Any) -> Any:
+    """The answer, or the failure: the same failure both ways is what counts."""
+    try:
+        with anyio.fail_after(30):
+            return plain(await call)
+    except Exception as e:  # noqa: BLE001
+        return {"raised": type(e).__name__, "message": str(e)}
+
+
+async def outcome(s: ClientSession, name: str, args: dict[str, Any]) -> Any:
+    return await attempt(s.call_tool(name, args))
+
+
+SKIP = {
+    # Starts a background timer that writes log notifications: stateful
+    # across calls, compared by its first answer only.
+    "toggle-simulated-logging",
+    "toggle-subscriber-updates",
+}
+
+
+async def test_server_everything_works_through_the_proxy_as_without_it(store: str) -> None:
+    assert Path(EVERYTHING).exists(), "npm ci in crates/mcp/tests first"
+    async with session(EVERYTHING, ["stdio"]) as direct, session(*proxied(store, EVERYTHING, "stdio", budget=65536)) as via:
+        d_tools = (await direct.list_tools()).tools
+        v_tools = (await via.list_tools()).tools
+        assert [plain(t) for t in v_tools[:-2]] == [plain(t) for t in d_tools]
+        assert [t.name for t in v_tools[-2:]] == ["spillway_spill_read", "spillway_spill_grep"]
+        for tool in d_tools:
+            args = sample(tool.input_schema)
+            if "duration" in args:
+                args["duration"] = 1
+            if "steps" in args:
+                args["steps"] = 1
+            a = await outcome(direct, tool.name, args)
+            b = await outcome(via, tool.name, args)
+            if tool.name in SKIP:
+                continue
+            assert a == b, tool.name
+        assert plain(await direct.list_prompts()) == plain(await via.list_prompts())
+        for prompt in (await direct.list_prompts()).prompts:
+            args = {a.name: "hello" for a in (prompt.arguments or []) if a.required}
+            a = await attempt(direct.get_prompt(prompt.name, args))
+            b = await attempt(via.get_prompt(prompt.name, args))
+            assert a == b, prompt.name
+        d_res = (await direct.list_resources()).resources
+        assert plain(await via.list_resources()) == plain(await direct.list_resources())
+        for r in d_res[:5]:
+            assert await attempt(direct.read_resource(r.uri)) == await attempt(via.read_resource(r.uri))
+        d_templates = [plain(t) for t in (await direct.list_resource_templates()).resource_templates]
+        v_templates = [plain(t) for t in (await via.list_resource_templates()).resource_templates]
+        assert v_templates[: len(d_templates)] == d_templates
+        assert v_templates[-1]["uri_template"] == "spillway://{id}"
+
+
+async def test_server_everything_oversized_text_comes_back_bounded(store: str) -> None:
+    async with session(*proxied(store, EVERYTHING, "stdio", budget=1024)) as via:
+        message = "x" * 50_000 + " THE END"
+        echo = await via.call_tool("echo", {"message": message})
+        (text,) = texts(echo)
+        assert len(text.encode()) <= 1024
+        assert text.endswith("THE END")
+        ident, _ = hint(text)
+        whole = await via.call_tool("spillway_spill_read", {"id": ident, "bytes": "0:"})
+        assert "spill_read" in texts(whole)[0]  # a page of it, with the continuation
+        resource = await via.read_resource(f"spillway://{ident}")
+        assert resource.contents[0].text.endswith(message)
