@@ -67,6 +67,10 @@ pub struct JsOutcome {
     pub store_error: Option<String>,
     /// The kind of that failure.
     pub store_error_kind: Option<String>,
+    /// `json` when the content is a JSON preview, else `text`.
+    pub format: String,
+    /// With `format: 'json'` in the policy: why the text preview was used.
+    pub json_error: Option<String>,
 }
 
 impl From<spillway::Outcome> for JsOutcome {
@@ -85,6 +89,8 @@ impl From<spillway::Outcome> for JsOutcome {
             binary: o.binary,
             store_error: o.store_error,
             store_error_kind: o.store_error_kind.map(|k| k.name().to_string()),
+            format: o.format.name().to_string(),
+            json_error: o.json_error,
             content: o.content,
         }
     }
