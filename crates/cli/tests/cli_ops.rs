@@ -1044,3 +1044,51 @@ fn the_readme_json_example_prints_what_the_readme_shows() {
     );
     assert!(section.contains("--pointer /results/7000   # {\"test\": \"t7000\", \"ok\": false}"));
 }
+
+/// The README's `spillway mcp serve` example, run as written by a shell
+/// (another store), answers as the README says.
+#[test]
+fn the_readme_mcp_serve_example_answers_as_the_readme_says() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let section = &readme[readme.find("## MCP").expect("the section")..];
+    let start = section.find("```sh\nprintf").expect("the example") + "```sh\n".len();
+    let script = &section[start..start + section[start..].find("```").unwrap()];
+    let (_dir, store) = store();
+    let script = script.replace("/tmp/mcp-demo", &store.to_string_lossy());
+    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_spillway"))
+        .parent()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answers: Vec<Value> = out
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 2, "the notification gets no answer");
+    assert_eq!(answers[0]["result"]["serverInfo"]["name"], "spillway");
+    let result = &answers[1]["result"];
+    assert_eq!(result["isError"], true);
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.len() < 1024, "{}", text.len());
+    assert!(text.starts_with("1\n2\n3\n"));
+    assert!(text.contains("Output stored; read it with spill_read(id=\"blake3:"));
+    assert!(text.ends_with("100000\nboom\n[exit status 1]"), "{text}");
+    assert!(section.contains("`boom`\nand `[exit status 1]`"));
+}
