@@ -62,12 +62,13 @@ function flattenPlainText(content) {
 export function spillerFor(config, backend) {
   const { maxInlineBytes, store, notice, ...rest } = config
   const ours = backend instanceof SpillwaySpillStore ? backend : undefined
-  const compression = rest.compression ?? ours?.compression ?? 'none'
+  // A level alone asks for zstd (as on the command line); a level with
+  // `compression: 'none'` is the Spiller's error to report.
+  const compression = rest.compression ?? (rest.level !== undefined ? 'zstd' : ours?.compression ?? 'none')
   return new Spiller({
     ...rest,
     maxInlineBytes,
     compression,
-    ...(compression === 'zstd' ? {} : { level: undefined }),
     store: store ?? ours?.root,
     notice: notice ?? (compression === 'none' ? { stored: PATH_HINT } : undefined),
     // The cap holds when the store fails: the notice says what happened.

@@ -220,3 +220,16 @@ test('DSH\'s own policy on the same input cuts bytes in half and loses the line 
   assert.equal(wholeLines(theirs), false)
   assert.ok(mine.includes('line 2999'))
 })
+
+test('a level alone asks for zstd; a level with compression none is refused', () => {
+  const store = tempStore()
+  const zstd = SpillPolicy.spillerFor({ maxInlineBytes: 4096, store, level: 7 }, undefined)
+  assert.equal(zstd.policy.compression, 'zstd')
+  assert.equal(zstd.policy.level, 7)
+  const plain = SpillPolicy.spillerFor({ maxInlineBytes: 4096, store }, undefined)
+  assert.equal(plain.policy.compression, 'none')
+  assert.throws(
+    () => SpillPolicy.spillerFor({ maxInlineBytes: 4096, store, compression: 'none', level: 7 }, undefined),
+    (e) => e.code !== undefined && /level/i.test(e.message),
+  )
+})
