@@ -368,12 +368,7 @@ impl<'a> Fitter<'a> {
             return false;
         };
         let head_room = (avail as u64 * self.head_percent / 100) as usize;
-        // Neither side reaches across the gap.
-        let (head_max, tail_max) = if c.gap.count > 0 {
-            (c.head.len(), c.tail.len())
-        } else {
-            (kids.len(), kids.len())
-        };
+        let (head_max, tail_max) = c.sides();
         // Whole elements first: from the front within the head's share,
         // from the back within the rest.
         let mut head: Vec<String> = Vec::new();
@@ -553,11 +548,7 @@ impl<'a> Fitter<'a> {
                 return false;
             };
             let head_room = (avail as u64 * self.head_percent / 100) as usize;
-            let (head_max, tail_max) = if c.gap.count > 0 {
-                (c.head.len(), c.tail.len())
-            } else {
-                (kids.len(), kids.len())
-            };
+            let (head_max, tail_max) = c.sides();
             let mut used = 0;
             let mut h = 0;
             while h < head_max {

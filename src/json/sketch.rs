@@ -91,6 +91,19 @@ pub(crate) struct Container {
     pub count: u64,
 }
 
+impl Container {
+    /// How many kept children the head side and the tail side may take:
+    /// neither reaches across the gap.
+    pub(crate) fn sides(&self) -> (usize, usize) {
+        let all = self.head.len() + self.tail.len();
+        if self.gap.count > 0 {
+            (self.head.len(), self.tail.len())
+        } else {
+            (all, all)
+        }
+    }
+}
+
 /// Dropped children.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Gap {

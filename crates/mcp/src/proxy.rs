@@ -143,16 +143,7 @@ fn client_side(
     let store = opts.spiller.store();
     let budget = opts.spiller.policy().max_inline_bytes();
     let mut line = Vec::new();
-    loop {
-        line.clear();
-        match input.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        let raw = rpc::trim_line(&line);
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
+    while let Some(raw) = rpc::next_line(&mut input, &mut line) {
         let msg = match rpc::parse(raw) {
             Ok(m) => m,
             Err(e) => {
@@ -167,14 +158,7 @@ fn client_side(
             // Answered here.
             match method {
                 "tools/call" => {
-                    let name = params
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    let args = params
-                        .get("arguments")
-                        .cloned()
-                        .unwrap_or_else(|| json!({}));
+                    let (name, args) = rpc::call_parts(&params);
                     if let Some(result) = opts.names.call(store, budget, name, &args) {
                         let _ = to_client.result(id, result);
                         continue;
@@ -264,16 +248,7 @@ fn server_side(
     to_client: &Out,
 ) {
     let mut line = Vec::new();
-    loop {
-        line.clear();
-        match input.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        let raw = rpc::trim_line(&line);
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
+    while let Some(raw) = rpc::next_line(&mut input, &mut line) {
         let mut msg = match rpc::parse(raw) {
             Ok(m) => m,
             Err(e) => {

@@ -1,6 +1,6 @@
 //! JSON-RPC 2.0 messages, one a line.
 
-use std::io::{self, Write};
+use std::io::{self, BufRead, Write};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
@@ -51,9 +51,37 @@ pub(crate) fn parse(line: &[u8]) -> Result<Value, String> {
 }
 
 /// The line without its line ending.
-pub(crate) fn trim_line(mut line: &[u8]) -> &[u8] {
+fn trim_line(mut line: &[u8]) -> &[u8] {
     while let [rest @ .., b'\n' | b'\r'] = line {
         line = rest;
     }
     line
+}
+
+/// The next line of `input` that is not blank, without its line ending, in
+/// `buf`; `None` at the end of the input (or when reading fails).
+pub(crate) fn next_line<'b>(input: &mut dyn BufRead, buf: &'b mut Vec<u8>) -> Option<&'b [u8]> {
+    loop {
+        buf.clear();
+        match input.read_until(b'\n', buf) {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {}
+        }
+        if !buf.iter().all(u8::is_ascii_whitespace) {
+            return Some(trim_line(buf));
+        }
+    }
+}
+
+/// A `tools/call`'s tool name and arguments (`{}` when absent).
+pub(crate) fn call_parts(params: &Value) -> (&str, Value) {
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let args = params
+        .get("arguments")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    (name, args)
 }

@@ -54,15 +54,7 @@ pub fn serve(
             .unwrap_or_else(|_| spiller.clone())
     };
     let mut line = Vec::new();
-    loop {
-        line.clear();
-        if input.read_until(b'\n', &mut line)? == 0 {
-            return Ok(());
-        }
-        let raw = rpc::trim_line(&line);
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
+    while let Some(raw) = rpc::next_line(input, &mut line) {
         let msg = match rpc::parse(raw) {
             Ok(m) => m,
             Err(e) => {
@@ -84,6 +76,7 @@ pub fn serve(
             Err((code, message)) => out.error(id, code, &message)?,
         }
     }
+    Ok(())
 }
 
 fn answer(
@@ -120,14 +113,7 @@ fn answer(
             Ok(json!({"tools": list}))
         }
         "tools/call" => {
-            let name = params
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let args = params
-                .get("arguments")
-                .cloned()
-                .unwrap_or_else(|| json!({}));
+            let (name, args) = rpc::call_parts(params);
             if name == "run" {
                 return Ok(run_tool(run_spiller, &args));
             }
