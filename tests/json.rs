@@ -560,3 +560,49 @@ fn pointer_errors_say_what_exists() {
         assert!(bad.parse::<JsonPointer>().is_err(), "{bad}");
     }
 }
+
+/// Documents past the sketch's head side (over 1 MiB), so that the tail
+/// side is what the preview shows: containers skimmed while small, woken
+/// when they grow, a tail-side container holding one huge string, deep
+/// tail-side nesting. Each preview keeps the shape and reads back.
+#[test]
+fn tail_side_values_keep_the_shape_and_read_back() {
+    let record = |i: usize| {
+        V::Obj(vec![
+            ("id".into(), V::Num(i.to_string())),
+            (
+                "tags".into(),
+                V::Arr(vec![V::Str("a".into()), V::Num("1".into())]),
+            ),
+            ("note".into(), V::Str(format!("note {i}"))),
+        ])
+    };
+    let pad = V::Arr((0..30_000).map(record).collect());
+    let docs = [
+        V::Obj(vec![
+            ("pad".into(), pad.clone()),
+            ("tail".into(), V::Arr(vec![V::Str("y".repeat(3 << 20))])),
+            ("end".into(), V::Bool(true)),
+        ]),
+        V::Obj(vec![
+            ("pad".into(), pad.clone()),
+            (
+                "grows".into(),
+                V::Arr((0..60_000).map(|i| V::Num(i.to_string())).collect()),
+            ),
+        ]),
+        V::Arr(vec![
+            pad.clone(),
+            V::Arr(vec![V::Arr(vec![V::Obj(vec![(
+                "deep".into(),
+                V::Arr((0..5000).map(record).collect()),
+            )])])]),
+        ]),
+    ];
+    for (k, doc) in docs.iter().enumerate() {
+        for budget in [2048, 8192] {
+            let out = check(doc, k == 1, budget, 1 << 16);
+            assert!(out.spilled && out.format == Format::Json, "doc {k}");
+        }
+    }
+}

@@ -18,7 +18,7 @@ pub use pointer::{JsonPointer, PointerError};
 
 pub(crate) use fit::Hint;
 use scan::{NotJson, Scanner};
-use sketch::{Builder, Keep};
+use sketch::{Builder, Gate, Gated, Keep};
 
 /// How the stage reads its input when building a preview.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -78,6 +78,7 @@ pub(crate) const MAX_KEY: usize = 4096;
 pub(crate) struct JsonStage {
     scanner: Scanner,
     builder: Builder,
+    gate: Gate,
 }
 
 /// A fitted JSON preview.
@@ -98,6 +99,7 @@ impl JsonStage {
                 max_key: MAX_KEY.min(budget),
                 keep_depth: KEEP_DEPTH,
             }),
+            gate: Gate::default(),
         }
     }
 
@@ -114,7 +116,11 @@ impl JsonStage {
                 return;
             }
             self.builder.window.push(piece);
-            self.scanner.feed(piece, &mut self.builder);
+            let mut gated = Gated {
+                gate: &mut self.gate,
+                builder: &mut self.builder,
+            };
+            self.scanner.feed(piece, &mut gated);
         }
     }
 
@@ -128,7 +134,11 @@ impl JsonStage {
         if self.builder.key_too_long {
             return Err(format!("a member name is longer than {MAX_KEY} bytes"));
         }
-        if let Err(NotJson { at }) = self.scanner.finish(&mut self.builder) {
+        let mut gated = Gated {
+            gate: &mut self.gate,
+            builder: &mut self.builder,
+        };
+        if let Err(NotJson { at }) = self.scanner.finish(&mut gated) {
             return Err(format!("not one JSON document (at byte {at})"));
         }
         let Some(root) = self.builder.into_root() else {

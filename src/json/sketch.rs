@@ -229,6 +229,17 @@ impl Window {
     }
 }
 
+/// The pending member name of an object frame on the tail side, from the
+/// window.
+fn tail_name(window: &Window, f: &Frame) -> Option<Box<[u8]>> {
+    if f.container.kind != Kind::Object || f.key_end <= f.key_from + 1 {
+        return None;
+    }
+    window
+        .copy(f.key_from + 1, f.key_end - 1)
+        .map(Vec::into_boxed_slice)
+}
+
 /// A tail-side child: where it is, or its sketch when it was larger than
 /// the window.
 enum Entry {
@@ -267,6 +278,8 @@ struct Frame {
     /// The pending member name (head side) and where it starts.
     key: Option<Box<[u8]>>,
     key_from: Offset,
+    /// Where the pending member name ends (tail side).
+    key_end: Offset,
     /// Cost of the head-side children.
     cost: usize,
     my_key: Option<Box<[u8]>>,
@@ -304,6 +317,8 @@ struct TailStr {
     len: u64,
     head: Option<Vec<u8>>,
     key: bool,
+    /// Its member name, kept with the head.
+    name: Option<Box<[u8]>>,
 }
 
 /// Builds the sketch from the tokenizer's events.
@@ -550,6 +565,112 @@ impl Builder {
         child
     }
 
+    /// Whether a container starting now would be on the tail side (and so
+    /// can be skimmed while it is small).
+    fn tail_side_next(&self) -> bool {
+        self.opaque == 0
+            && !self.stack.is_empty()
+            && !self.head_side()
+            && self.stack.len() < self.keep.keep_depth
+    }
+
+    /// A container skimmed from `start` to `end` with `count` children,
+    /// never opened: a span when the window holds it, else its kind and
+    /// count with every child in the gap.
+    fn skimmed(
+        &mut self,
+        kind: Kind,
+        start: Offset,
+        end: Offset,
+        count: u64,
+        name: Option<Box<[u8]>>,
+    ) {
+        let (start, end) = (start + self.base, end + self.base);
+        let (key, index, from) = self.slot(start);
+        if from >= self.window.oldest() {
+            self.push_entry(Entry::Span {
+                index,
+                from,
+                start,
+                end,
+            });
+            return;
+        }
+        let key = key.or(name);
+        let mut gap = Gap::default();
+        if count > 0 {
+            gap = Gap {
+                count,
+                first_start: start + 1,
+                last_end: end - 1,
+                first_index: 0,
+                last_index: count - 1,
+            };
+        }
+        let key_len = key.as_ref().map_or(0, |k| k.len());
+        self.push_entry(Entry::Node(Box::new(Child {
+            index,
+            key,
+            node: Node::Container(Box::new(Container {
+                kind,
+                head: Vec::new(),
+                gap,
+                tail: VecDeque::new(),
+                count,
+            })),
+            start,
+            end,
+            cost: NODE_COST + key_len,
+            compact: None,
+        })));
+    }
+
+    /// Whether the container just begun needs no events for its children
+    /// until it grows this many bytes: a tail-side container that small is
+    /// a span, parsed again whole if it is kept.
+    fn quiet_limit(&self) -> Option<u64> {
+        let f = self.stack.last()?;
+        (!f.placed_head && self.opaque == 0).then_some((self.keep.window / 2) as u64)
+    }
+
+    /// The quiet container grew past its limit after `count` children (the
+    /// next starts at `at`): they are its gap; events flow again.
+    fn wake(&mut self, count: u64, at: Offset) {
+        let at = at + self.base;
+        let Some(f) = self.stack.last_mut() else {
+            return;
+        };
+        f.index = count;
+        f.container.count = count;
+        f.head_side = false;
+        if count > 0 {
+            let gap = &mut f.container.gap;
+            gap.count = count;
+            gap.first_start = f.start + 1;
+            gap.first_index = 0;
+            gap.last_end = at;
+            gap.last_index = count - 1;
+        }
+    }
+
+    /// A quiet container ends, never woken, after `count` children: they
+    /// are its gap (when it fits the window it is a span, parsed again
+    /// whole if kept, and this is never looked at).
+    fn quiet_closed(&mut self, count: u64, end: Offset) {
+        let end = end + self.base;
+        if let Some(f) = self.stack.last_mut() {
+            if count > 0 && f.container.count == 0 {
+                f.container.count = count;
+                let gap = &mut f.container.gap;
+                gap.count = count;
+                gap.first_start = f.start + 1;
+                gap.first_index = 0;
+                gap.last_end = end - 1;
+                gap.last_index = count - 1;
+            }
+        }
+    }
+
     /// A value starts: counts it when it is a direct child of an opaque
     /// container. Returns whether it is inside one.
     fn opaque_value(&mut self) -> bool {
@@ -589,6 +710,9 @@ impl Sink for Builder {
         }
         let head_side = self.head_side();
         let (key, index, from) = self.slot(at);
+        // A tail-side member's name, while the window holds it: needed if
+        // the value grows past the window.
+        let key = key.or_else(|| self.stack.last().and_then(|f| tail_name(&self.window, f)));
         if self.stack.len() >= self.keep.keep_depth {
             self.opaque = 1;
             self.opaque_count = 0;
@@ -616,6 +740,7 @@ impl Sink for Builder {
             index: 0,
             key: None,
             key_from: 0,
+            key_end: 0,
             cost: 0,
             my_key: key,
             my_index: index,
@@ -716,6 +841,7 @@ impl Sink for Builder {
                 len: 0,
                 head: None,
                 key,
+                name: None,
             });
         }
     }
@@ -730,6 +856,7 @@ impl Sink for Builder {
                 }
                 if let Some(f) = self.stack.last_mut() {
                     f.key_from = at;
+                    f.key_end = end + self.base;
                 }
                 return;
             }
@@ -768,6 +895,7 @@ impl Sink for Builder {
                 let from = t.start + 1;
                 let to = from + t.len.min(self.keep.str_keep as u64);
                 t.head = Some(self.window.copy(from, to).unwrap_or_default());
+                t.name = self.stack.last().and_then(|f| tail_name(&self.window, f));
             }
             return;
         }
@@ -817,9 +945,13 @@ impl Sink for Builder {
         let end = end + self.base;
         if let Some(t) = self.tail_str.take() {
             if t.key {
+                if let Some(f) = self.stack.last_mut() {
+                    f.key_end = end;
+                }
                 return;
             }
             let (key, index, from) = self.slot(t.start);
+            let key = key.or(t.name);
             if from >= self.window.oldest() {
                 self.push_entry(Entry::Span {
                     index,
@@ -912,6 +1044,159 @@ impl Sink for Builder {
         };
         child.compact = compact_len(&child.node);
         self.finish_value(child, from, true);
+    }
+}
+
+/// Holds back the events inside a tail-side container while it is small
+/// (the builder has no use for them), and lets them through once it grows.
+#[derive(Default)]
+pub(crate) struct Gate {
+    /// Nesting inside the quiet container (0: not quiet).
+    level: u64,
+    start: Offset,
+    count: u64,
+    limit: u64,
+    object: bool,
+    /// Whether the builder has a frame for it (it does once woken).
+    opened: bool,
+    /// Its member name, taken while the window held it.
+    name: Option<Box<[u8]>>,
+}
+
+/// A [`Builder`] behind its [`Gate`].
+pub(crate) struct Gated<'a> {
+    pub(crate) gate: &'a mut Gate,
+    pub(crate) builder: &'a mut Builder,
+}
+
+impl Gated<'_> {
+    /// A direct child of the quiet container starts at `at`: wake when the
+    /// container has grown past its limit. Returns whether still quiet.
+    fn child(&mut self, at: Offset) -> bool {
+        let g = &mut *self.gate;
+        if at - g.start >= g.limit {
+            let count = g.count;
+            g.level = 0;
+            if !g.opened {
+                let kind = if g.object { Kind::Object } else { Kind::Array };
+                let name = g.name.take();
+                self.builder.begin(kind, g.start);
+                // Its name, taken when it started (the window may have lost
+                // it since).
+                if let Some(f) = self.builder.stack.last_mut() {
+                    f.my_key = f.my_key.take().or(name);
+                }
+            }
+            self.builder.wake(count, at);
+            return false;
+        }
+        g.count += 1;
+        true
+    }
+}
+
+impl Sink for Gated<'_> {
+    fn begin(&mut self, kind: Kind, at: Offset) {
+        if self.gate.level > 0 {
+            let direct = self.gate.level == 1 && !self.gate.object;
+            if !direct || self.child(at) {
+                self.gate.level += 1;
+                return;
+            }
+        }
+        if self.builder.tail_side_next() {
+            // Skimmed without a frame until it grows.
+            *self.gate = Gate {
+                level: 1,
+                start: at,
+                count: 0,
+                limit: (self.builder.keep.window / 2) as u64,
+                object: kind == Kind::Object,
+                opened: false,
+                name: self
+                    .builder
+                    .stack
+                    .last()
+                    .and_then(|f| tail_name(&self.builder.window, f)),
+            };
+            return;
+        }
+        self.builder.begin(kind, at);
+        if let Some(limit) = self.builder.quiet_limit() {
+            *self.gate = Gate {
+                level: 1,
+                start: at,
+                count: 0,
+                limit,
+                object: kind == Kind::Object,
+                opened: true,
+                name: None,
+            };
+        }
+    }
+
+    fn end(&mut self, end: Offset) {
+        if self.gate.level > 0 {
+            self.gate.level -= 1;
+            if self.gate.level > 0 {
+                return;
+            }
+            if !self.gate.opened {
+                let kind = if self.gate.object {
+                    Kind::Object
+                } else {
+                    Kind::Array
+                };
+                let name = self.gate.name.take();
+                self.builder
+                    .skimmed(kind, self.gate.start, end, self.gate.count, name);
+                return;
+            }
+            self.builder.quiet_closed(self.gate.count, end);
+        }
+        self.builder.end(end);
+    }
+
+    fn str_begin(&mut self, key: bool, at: Offset) {
+        if self.gate.level > 0 {
+            let direct = self.gate.level == 1 && (key || !self.gate.object);
+            if !direct || self.child(at) {
+                return;
+            }
+        }
+        self.builder.str_begin(key, at);
+    }
+
+    fn str_part(&mut self, raw: &[u8]) {
+        if self.gate.level == 0 {
+            self.builder.str_part(raw);
+        }
+    }
+
+    fn str_end(&mut self, end: Offset) {
+        if self.gate.level == 0 {
+            self.builder.str_end(end);
+        }
+    }
+
+    fn string(&mut self, key: bool, at: Offset, raw: &[u8], end: Offset) {
+        if self.gate.level > 0 {
+            let direct = self.gate.level == 1 && (key || !self.gate.object);
+            if !direct || self.child(at) {
+                return;
+            }
+        }
+        self.builder.string(key, at, raw, end);
+    }
+
+    fn scalar(&mut self, raw: Option<&[u8]>, at: Offset, end: Offset) {
+        if self.gate.level > 0 {
+            let direct = self.gate.level == 1 && !self.gate.object;
+            if !direct || self.child(at) {
+                return;
+            }
+        }
+        self.builder.scalar(raw, at, end);
     }
 }
 
