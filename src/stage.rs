@@ -57,6 +57,48 @@ impl Spiller {
         &self.store
     }
 
+    /// This spiller with another budget (`max_inline_bytes`), every other
+    /// setting and the templates kept: a turn's share, a block's share.
+    ///
+    /// # Errors
+    ///
+    /// [`PolicyError::BudgetTooSmall`] below [`Spiller::min_budget`], and
+    /// the errors of [`PolicyBuilder::build`](crate::PolicyBuilder::build).
+    pub fn with_budget(&self, bytes: usize) -> Result<Spiller, PolicyError> {
+        let mut b = self.policy.to_config().builder()?;
+        b.max_inline_bytes(bytes as u64)
+            .templates(self.policy.templates().clone());
+        Spiller::new(b.build()?, self.store.clone())
+    }
+
+    /// This spiller reading its input as `format`, every other setting kept.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`PolicyBuilder::build`](crate::PolicyBuilder::build) (none
+    /// for a policy that built before).
+    pub fn with_format(&self, format: Format) -> Result<Spiller, PolicyError> {
+        let mut b = self.policy.to_config().builder()?;
+        b.format(format).templates(self.policy.templates().clone());
+        Spiller::new(b.build()?, self.store.clone())
+    }
+
+    /// The smallest budget [`Spiller::with_budget`] takes: the longest
+    /// notice of this policy's templates, with this store's object paths.
+    pub fn min_budget(&self) -> usize {
+        let mut bytes = 0;
+        // At most twice: without the store's paths, then with them.
+        for _ in 0..3 {
+            match self.with_budget(bytes) {
+                Err(PolicyError::BudgetTooSmall { needed, .. }) if needed as usize > bytes => {
+                    bytes = needed as usize;
+                }
+                _ => return bytes,
+            }
+        }
+        bytes
+    }
+
     /// A new stage. Costs nothing until it is written to.
     pub fn stage(&self) -> Stage {
         Stage {
@@ -631,6 +673,31 @@ mod tests {
                 assert_eq!(r.last(), data.last().copied(), "cap {cap} chunk {chunk}");
                 assert_eq!(r.into_vec(), want, "cap {cap} chunk {chunk}");
             }
+        }
+    }
+
+    #[test]
+    fn the_smallest_budget_is_exactly_what_with_budget_takes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut templates = crate::NoticeTemplates::default();
+        // A template that prints the path: the store's path length counts.
+        templates.stored = "see {path}".parse().unwrap();
+        for templates in [crate::NoticeTemplates::default(), templates] {
+            let policy = Policy::builder().templates(templates).build().unwrap();
+            let sp = Spiller::new(policy, store.clone()).unwrap();
+            let least = sp.min_budget();
+            assert!(least > 0);
+            let narrow = sp.with_budget(least).unwrap();
+            assert_eq!(narrow.policy().max_inline_bytes(), least);
+            assert_eq!(narrow.policy().templates(), sp.policy().templates());
+            assert!(sp.with_budget(least - 1).is_err());
+            let json = sp.with_format(Format::Json).unwrap();
+            assert_eq!(json.policy().format(), Format::Json);
+            assert_eq!(
+                json.policy().max_inline_bytes(),
+                sp.policy().max_inline_bytes()
+            );
         }
     }
 

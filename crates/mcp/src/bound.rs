@@ -9,24 +9,7 @@ use crate::tools::ToolNames;
 
 /// `spiller`'s policy with another budget and format.
 fn narrowed(spiller: &Spiller, budget: usize, format: Format) -> Result<Spiller, PolicyError> {
-    let mut b = spiller.policy().to_config().builder()?;
-    b.max_inline_bytes(budget as u64)
-        .format(format)
-        .templates(spiller.policy().templates().clone());
-    Spiller::new(b.build()?, spiller.store().clone())
-}
-
-/// The smallest budget `spiller`'s policy can take.
-fn floor(spiller: &Spiller) -> usize {
-    match narrowed(spiller, 0, Format::Text) {
-        Err(PolicyError::BudgetTooSmall { needed, .. }) => {
-            match narrowed(spiller, needed as usize, Format::Text) {
-                Err(PolicyError::BudgetTooSmall { needed, .. }) => needed as usize,
-                _ => needed as usize,
-            }
-        }
-        _ => 0,
-    }
+    spiller.with_budget(budget)?.with_format(format)
 }
 
 fn apply(spiller: &Spiller, budget: usize, format: Format, text: &[u8]) -> Option<Outcome> {
@@ -78,7 +61,7 @@ pub fn bound_result(
     if items.iter().sum::<usize>() <= budget {
         return false;
     }
-    let least = floor(spiller);
+    let least = spiller.min_budget();
     let shares = fair_shares(&items, budget);
     let mut changed = false;
     for (k, &i) in texts.iter().enumerate() {

@@ -42,17 +42,14 @@ pub fn serve(
     let names = ToolNames::with_prefix("");
     // `run` adds a status line after the preview: its room comes out of the
     // budget when the budget can spare it.
-    let run_spiller = {
-        let budget = spiller.policy().max_inline_bytes();
-        let narrower = spiller.policy().to_config().builder().and_then(|mut b| {
-            b.max_inline_bytes(budget.saturating_sub(STATUS_ROOM) as u64)
-                .templates(spiller.policy().templates().clone());
-            b.build()
-        });
-        narrower
-            .and_then(|p| Spiller::new(p, spiller.store().clone()))
-            .unwrap_or_else(|_| spiller.clone())
-    };
+    let run_spiller = spiller
+        .with_budget(
+            spiller
+                .policy()
+                .max_inline_bytes()
+                .saturating_sub(STATUS_ROOM),
+        )
+        .unwrap_or_else(|_| spiller.clone());
     let mut line = Vec::new();
     while let Some(raw) = rpc::next_line(input, &mut line) {
         let msg = match rpc::parse(raw) {

@@ -495,11 +495,10 @@ impl Registry {
         // how (or `policy("run_code", …)` does).
         let mut per_tool = HashMap::new();
         if spiller.policy().format() == spillway::Format::Text {
-            let mut auto = spiller.policy().to_config().builder()?;
-            auto.format(spillway::Format::Auto)
-                .templates(spiller.policy().templates().clone());
-            let auto = Spiller::new(auto.build()?, spiller.store().clone())?;
-            per_tool.insert("run_code".to_owned(), auto);
+            per_tool.insert(
+                "run_code".to_owned(),
+                spiller.with_format(spillway::Format::Auto)?,
+            );
         }
         Ok(RegistryBuilder {
             inner: Registry {

@@ -109,26 +109,6 @@ impl fmt::Debug for Turn<'_> {
     }
 }
 
-/// The smallest budget a spiller's policy can be narrowed to.
-fn min_budget(spiller: &Spiller) -> Result<usize, PolicyError> {
-    let narrowed = |bytes: u64| -> Result<Spiller, PolicyError> {
-        let mut b = spiller.policy().to_config().builder()?;
-        b.max_inline_bytes(bytes)
-            .templates(spiller.policy().templates().clone());
-        Spiller::new(b.build()?, spiller.store().clone())
-    };
-    let mut bytes = 0;
-    // Twice at most: without the store's paths, then with them.
-    for _ in 0..3 {
-        match narrowed(bytes) {
-            Ok(_) => return Ok(bytes as usize),
-            Err(PolicyError::BudgetTooSmall { needed, .. }) if needed > bytes => bytes = needed,
-            Err(e) => return Err(e),
-        }
-    }
-    narrowed(bytes).map(|_| bytes as usize)
-}
-
 /// Max-min fair shares of `budget` for these demands: each gets its demand
 /// when that is at most an even split of what the smaller ones leave, the
 /// rest split that evenly.
@@ -161,7 +141,7 @@ impl Registry {
     ) -> Result<Turn<'_>, TurnError> {
         let mut floor = 0;
         for c in &calls {
-            floor = floor.max(min_budget(self.spiller_for(&c.tool))?);
+            floor = floor.max(self.spiller_for(&c.tool).min_budget());
         }
         let needed = floor * calls.len();
         if budget < needed {
@@ -273,14 +253,8 @@ impl Turn<'_> {
         let Some(text) = joined_text(&result.content) else {
             return 0;
         };
-        let narrowed = (|| {
-            let mut b = spiller.policy().to_config().builder()?;
-            b.max_inline_bytes(share as u64)
-                .templates(spiller.policy().templates().clone());
-            Spiller::new(b.build()?, spiller.store().clone())
-        })();
         // `turn` checked every share can hold a preview; this cannot fail.
-        let Ok(narrowed) = narrowed else {
+        let Ok(narrowed) = spiller.with_budget(share) else {
             return text.len();
         };
         let mut stage = narrowed.stage();
