@@ -680,9 +680,11 @@ mod tests {
     fn the_smallest_budget_is_exactly_what_with_budget_takes() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let mut templates = crate::NoticeTemplates::default();
         // A template that prints the path: the store's path length counts.
-        templates.stored = "see {path}".parse().unwrap();
+        let templates = crate::NoticeTemplates {
+            stored: "see {path}".parse().unwrap(),
+            ..Default::default()
+        };
         for templates in [crate::NoticeTemplates::default(), templates] {
             let policy = Policy::builder().templates(templates).build().unwrap();
             let sp = Spiller::new(policy, store.clone()).unwrap();
