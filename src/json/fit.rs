@@ -435,13 +435,12 @@ impl<'a> Fitter<'a> {
             if head.is_empty() && lo < head_max {
                 let sep = usize::from(!tail.is_empty());
                 let room = left_room(used, tail_used).saturating_sub(sep);
+                // The last step: nothing is placed after it.
                 if let Some(s) = self.try_value(kids[lo], pointer, room) {
-                    used += s.len() + sep;
                     head.push(s);
                 }
             }
         }
-        let _ = used + tail_used;
         tail.reverse();
         // What is left out: kept children not taken, and the gap.
         let left: Vec<&Child> = kids[head.len()..kids.len() - tail.len()].to_vec();

@@ -625,14 +625,6 @@ impl Builder {
         })));
     }
 
-    /// Whether the container just begun needs no events for its children
-    /// until it grows this many bytes: a tail-side container that small is
-    /// a span, parsed again whole if it is kept.
-    fn quiet_limit(&self) -> Option<u64> {
-        let f = self.stack.last()?;
-        (!f.placed_head && self.opaque == 0).then_some((self.keep.window / 2) as u64)
-    }
-
     /// The quiet container grew past its limit after `count` children (the
     /// next starts at `at`): they are its gap; events flow again.
     fn wake(&mut self, count: u64, at: Offset) {
@@ -650,24 +642,6 @@ impl Builder {
             gap.first_index = 0;
             gap.last_end = at;
             gap.last_index = count - 1;
-        }
-    }
-
-    /// A quiet container ends, never woken, after `count` children: they
-    /// are its gap (when it fits the window it is a span, parsed again
-    /// whole if kept, and this is never looked at).
-    fn quiet_closed(&mut self, count: u64, end: Offset) {
-        let end = end + self.base;
-        if let Some(f) = self.stack.last_mut() {
-            if count > 0 && f.container.count == 0 {
-                f.container.count = count;
-                let gap = &mut f.container.gap;
-                gap.count = count;
-                gap.first_start = f.start + 1;
-                gap.first_index = 0;
-                gap.last_end = end - 1;
-                gap.last_index = count - 1;
-            }
         }
     }
 
@@ -1057,8 +1031,6 @@ pub(crate) struct Gate {
     count: u64,
     limit: u64,
     object: bool,
-    /// Whether the builder has a frame for it (it does once woken).
-    opened: bool,
     /// Its member name, taken while the window held it.
     name: Option<Box<[u8]>>,
 }
@@ -1077,15 +1049,13 @@ impl Gated<'_> {
         if at - g.start >= g.limit {
             let count = g.count;
             g.level = 0;
-            if !g.opened {
-                let kind = if g.object { Kind::Object } else { Kind::Array };
-                let name = g.name.take();
-                self.builder.begin(kind, g.start);
-                // Its name, taken when it started (the window may have lost
-                // it since).
-                if let Some(f) = self.builder.stack.last_mut() {
-                    f.my_key = f.my_key.take().or(name);
-                }
+            // Opened now, with its name taken when it started (the window
+            // may have lost it since).
+            let kind = if g.object { Kind::Object } else { Kind::Array };
+            let name = g.name.take();
+            self.builder.begin(kind, g.start);
+            if let Some(f) = self.builder.stack.last_mut() {
+                f.my_key = f.my_key.take().or(name);
             }
             self.builder.wake(count, at);
             return false;
@@ -1112,7 +1082,6 @@ impl Sink for Gated<'_> {
                 count: 0,
                 limit: (self.builder.keep.window / 2) as u64,
                 object: kind == Kind::Object,
-                opened: false,
                 name: self
                     .builder
                     .stack
@@ -1122,17 +1091,6 @@ impl Sink for Gated<'_> {
             return;
         }
         self.builder.begin(kind, at);
-        if let Some(limit) = self.builder.quiet_limit() {
-            *self.gate = Gate {
-                level: 1,
-                start: at,
-                count: 0,
-                limit,
-                object: kind == Kind::Object,
-                opened: true,
-                name: None,
-            };
-        }
     }
 
     fn end(&mut self, end: Offset) {
@@ -1141,18 +1099,16 @@ impl Sink for Gated<'_> {
             if self.gate.level > 0 {
                 return;
             }
-            if !self.gate.opened {
-                let kind = if self.gate.object {
-                    Kind::Object
-                } else {
-                    Kind::Array
-                };
-                let name = self.gate.name.take();
-                self.builder
-                    .skimmed(kind, self.gate.start, end, self.gate.count, name);
-                return;
-            }
-            self.builder.quiet_closed(self.gate.count, end);
+            // Never woken: it was never opened either.
+            let kind = if self.gate.object {
+                Kind::Object
+            } else {
+                Kind::Array
+            };
+            let name = self.gate.name.take();
+            self.builder
+                .skimmed(kind, self.gate.start, end, self.gate.count, name);
+            return;
         }
         self.builder.end(end);
     }

@@ -2,7 +2,7 @@
 //! content together within the policy's budget.
 
 use serde_json::{json, Value};
-use spillway::{Format, Outcome, PolicyError, Spiller};
+use spillway::{Format, Outcome, PolicyError, Spiller, StoredObject};
 use spillway_registry::turn::fair_shares;
 
 use crate::tools::ToolNames;
@@ -82,33 +82,28 @@ pub fn bound_result(
         if items[k] > shares[k] {
             let share = shares[k].max(least);
             let preview = if has_schema {
-                typed_preview(spiller, names, &mut result["structuredContent"], &s, share)
+                typed_preview(spiller, names, &result["structuredContent"], &s, share)
             } else {
-                apply(spiller, share, Format::Json, s.as_bytes())
+                json_preview(spiller, share, &s)
             };
-            let json = preview
-                .as_ref()
-                .filter(|o| o.format == Format::Json)
-                .and_then(|o| serde_json::from_str::<Value>(&o.content).ok());
-            match json {
+            match preview.value {
                 Some(v) => result["structuredContent"] = v,
                 None => {
                     if let Some(obj) = result.as_object_mut() {
                         obj.remove("structuredContent");
                     }
-                    let stored = preview.as_ref().and_then(|o| o.spill.as_ref());
-                    let note = match stored {
-                        Some(spill) => format!(
+                    let note = match (&preview.spill, &preview.store_error) {
+                        (Some(spill), _) => format!(
                             "[spillway: the structured result ({} bytes) is past the budget and left out{}; it is stored: read it with {}(id=\"{}\", pointer=\"\")]",
                             s.len(),
                             if has_schema { ", as a preview might not match the tool's output schema" } else { "" },
                             names.read,
                             &spill.id.to_string()[..spillway::notice::SHORT_ID_LEN]
                         ),
-                        None => format!(
+                        (None, error) => format!(
                             "[spillway: the structured result ({} bytes) is past the budget and left out; it could not be stored: {}]",
                             s.len(),
-                            preview.as_ref().and_then(|o| o.store_error.clone()).unwrap_or_default()
+                            error.as_deref().unwrap_or_default()
                         ),
                     };
                     match result.get_mut("content").and_then(Value::as_array_mut) {
@@ -123,6 +118,32 @@ pub fn bound_result(
     changed
 }
 
+/// Structured content cut down: the preview when there is one, and where
+/// the whole went.
+struct Structured {
+    value: Option<Value>,
+    spill: Option<StoredObject>,
+    store_error: Option<String>,
+}
+
+/// The JSON preview of structured content (no output schema).
+fn json_preview(spiller: &Spiller, budget: usize, text: &str) -> Structured {
+    match apply(spiller, budget, Format::Json, text.as_bytes()) {
+        Some(o) => Structured {
+            value: (o.format == Format::Json)
+                .then(|| serde_json::from_str(&o.content).ok())
+                .flatten(),
+            spill: o.spill,
+            store_error: o.store_error,
+        },
+        None => Structured {
+            value: None,
+            spill: None,
+            store_error: None,
+        },
+    }
+}
+
 /// A preview of structured content that keeps every value's type, for a
 /// tool with an output schema: long strings keep a head and a tail with a
 /// marker inside (still strings), long arrays keep their first and last
@@ -132,24 +153,31 @@ pub fn bound_result(
 fn typed_preview(
     spiller: &Spiller,
     names: &ToolNames,
-    value: &mut Value,
+    value: &Value,
     text: &str,
     budget: usize,
-) -> Option<Outcome> {
-    let stored = spiller
+) -> Structured {
+    let stored = match spiller
         .store()
         .put(text.as_bytes(), spiller.policy().write_options())
-        .ok()?;
+    {
+        Ok(s) => s,
+        Err(e) => {
+            return Structured {
+                value: None,
+                spill: None,
+                store_error: Some(e.to_string()),
+            }
+        }
+    };
     let short = stored.id.to_string()[..spillway::notice::SHORT_ID_LEN].to_owned();
     let mut v = value.clone();
+    let mut fitted = None;
     for _ in 0..64 {
         let size = v.to_string().len();
         if size <= budget {
-            let mut outcome = spiller.apply(b"").ok()?;
-            outcome.content = v.to_string();
-            outcome.format = Format::Json;
-            outcome.spill = Some(stored);
-            return Some(outcome);
+            fitted = Some(v);
+            break;
         }
         let over = size - budget;
         if !shrink_largest(&mut v, over, &|p: &str, n: usize| {
@@ -158,10 +186,14 @@ fn typed_preview(
                 names.read
             )
         }) {
-            return None;
+            break;
         }
     }
-    None
+    Structured {
+        value: fitted,
+        spill: Some(stored),
+        store_error: None,
+    }
 }
 
 /// Shrinks the largest string or array below `v` by about `over` bytes
