@@ -53,6 +53,9 @@ compile_error!(
 );
 
 pub mod json;
+pub mod render;
+pub mod salient;
+pub mod tokens;
 mod measure;
 pub mod notice;
 pub mod policy;
@@ -63,6 +66,9 @@ mod sys;
 pub mod units;
 
 pub use json::{Format, JsonPointer, PointerError};
+pub use render::Render;
+pub use salient::{SalientError, SalientPatterns};
+pub use tokens::Tokenizer;
 pub use notice::{NoticeTemplates, Template, TemplateError};
 pub use policy::{
     Compression, Durability, OnStoreError, Policy, PolicyBuilder, PolicyConfig, PolicyError,

@@ -1,0 +1,221 @@
+//! Rendered text with a map back to the raw bytes it came from, and the
+//! folding of exact repeats.
+
+use super::terminal::Span;
+
+/// Where a piece of rendered text came from: the piece starts at `at` in
+/// the text and runs to the next anchor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Anchor {
+    pub at: usize,
+    pub span: Span,
+    /// The raw line that holds the last raw byte of the piece.
+    pub last_line: u64,
+}
+
+/// Rendered text and its anchors (the first at 0, in order).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Side {
+    pub text: String,
+    pub anchors: Vec<Anchor>,
+}
+
+/// A raw position a cut maps to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RawAt {
+    pub raw: u64,
+    /// The raw line holding the byte at `raw`.
+    pub line: u64,
+    /// The raw line holding the byte before `raw`.
+    pub line_before: u64,
+}
+
+impl Side {
+    pub(crate) fn push(&mut self, text: &str, newline: bool, span: Span, last_line: u64) {
+        self.anchors.push(Anchor {
+            at: self.text.len(),
+            span,
+            last_line,
+        });
+        self.text.push_str(text);
+        if newline {
+            self.text.push('\n');
+        }
+    }
+
+    fn anchor(&self, pos: usize) -> Option<(usize, &Anchor)> {
+        let i = self.anchors.partition_point(|a| a.at <= pos).checked_sub(1)?;
+        Some((i, &self.anchors[i]))
+    }
+
+    /// The raw position of a cut at `pos` that ends a head: inside a piece
+    /// that is not exact, the piece's start (what the head shows of it
+    /// counts as omitted).
+    pub(crate) fn head_raw(&self, pos: usize) -> Option<RawAt> {
+        let (_, a) = self.anchor(pos)?;
+        let s = a.span;
+        if pos == a.at || !s.exact {
+            return Some(RawAt {
+                raw: s.raw,
+                line: s.line,
+                line_before: if s.starts_line {
+                    s.line.saturating_sub(1)
+                } else {
+                    s.line
+                },
+            });
+        }
+        Some(self.exact_at(a, pos))
+    }
+
+    /// The raw position of a cut at `pos` that starts a tail: inside a
+    /// piece that is not exact, the piece's end.
+    pub(crate) fn tail_raw(&self, pos: usize) -> Option<RawAt> {
+        let (i, a) = self.anchor(pos)?;
+        let s = a.span;
+        if pos == a.at {
+            return Some(RawAt {
+                raw: s.raw,
+                line: s.line,
+                line_before: if s.starts_line {
+                    s.line.saturating_sub(1)
+                } else {
+                    s.line
+                },
+            });
+        }
+        if s.exact {
+            return Some(self.exact_at(a, pos));
+        }
+        let line = self
+            .anchors
+            .get(i + 1)
+            .map_or(a.last_line + 1, |n| n.span.line);
+        Some(RawAt {
+            raw: s.raw_end,
+            line,
+            line_before: a.last_line,
+        })
+    }
+
+    fn exact_at(&self, a: &Anchor, pos: usize) -> RawAt {
+        let s = a.span;
+        let before = &self.text.as_bytes()[a.at..pos];
+        let nl = bytecount::count(before, b'\n') as u64;
+        let line = s.line + nl;
+        let ends_nl = before.last() == Some(&b'\n');
+        RawAt {
+            raw: s.raw + (pos - a.at) as u64,
+            line,
+            line_before: if ends_nl { line - 1 } else { line },
+        }
+    }
+
+    /// The raw span of the whole line that starts at `pos` and ends at
+    /// `end` (exclusive, after its `\n`).
+    pub(crate) fn line_span(&self, pos: usize, end: usize) -> Option<(u64, u64, u64)> {
+        let start = self.head_raw(pos)?;
+        let stop = self.tail_raw(end)?;
+        Some((start.line, start.raw, stop.raw.max(start.raw)))
+    }
+}
+
+/// The marker that stands for `n` more copies of the line above it.
+pub(crate) fn fold_marker(n: u64) -> String {
+    if n == 1 {
+        "[spillway: the line above repeats 1 more time]".to_owned()
+    } else {
+        format!("[spillway: the line above repeats {n} more times]")
+    }
+}
+
+/// At most this many copies are remembered one by one (beyond it the
+/// marker is always the shorter).
+const COPIES: usize = 64;
+
+/// Folds runs of identical whole lines into the line and one marker.
+#[derive(Debug, Default)]
+pub(crate) struct Folder {
+    prev: Option<String>,
+    run: u64,
+    first: Option<Span>,
+    last: Option<(Span, u64)>,
+    copies: Vec<(Span, u64)>,
+    /// Whether a marker was written.
+    pub folded: bool,
+}
+
+impl Folder {
+    pub(crate) fn push(
+        &mut self,
+        out: &mut Side,
+        text: &str,
+        newline: bool,
+        span: Span,
+        last_line: u64,
+    ) {
+        if newline && self.prev.as_deref() == Some(text) {
+            self.run += 1;
+            self.first.get_or_insert(span);
+            self.last = Some((span, last_line));
+            if self.copies.len() < COPIES {
+                self.copies.push((span, last_line));
+            }
+            return;
+        }
+        self.flush(out);
+        out.push(text, newline, span, last_line);
+        match (&mut self.prev, newline) {
+            (Some(p), true) => {
+                p.clear();
+                p.push_str(text);
+            }
+            (p, true) => *p = Some(text.to_owned()),
+            (p, false) => *p = None,
+        }
+    }
+
+    /// Writes the pending run, if any.
+    pub(crate) fn flush(&mut self, out: &mut Side) {
+        if self.run == 0 {
+            return;
+        }
+        let (Some(first), Some((last, last_line)), Some(prev)) =
+            (self.first.take(), self.last.take(), self.prev.as_deref())
+        else {
+            self.run = 0;
+            return;
+        };
+        let marker = fold_marker(self.run);
+        let copies_len = (prev.len() as u64 + 1).saturating_mul(self.run);
+        if (marker.len() as u64 + 1) < copies_len || self.copies.len() as u64 != self.run {
+            self.folded = true;
+            out.push(
+                &marker,
+                true,
+                Span {
+                    raw: first.raw,
+                    raw_end: last.raw_end,
+                    line: first.line,
+                    starts_line: first.starts_line,
+                    exact: false,
+                },
+                last_line,
+            );
+        } else {
+            for &(span, last_line) in &self.copies {
+                out.push(prev, true, span, last_line);
+            }
+        }
+        self.copies.clear();
+        self.run = 0;
+        // A marker ends the run: the next copy starts a new one.
+        self.prev = None;
+    }
+
+    /// Forgets the last line, so the next one starts afresh.
+    pub(crate) fn reset(&mut self, out: &mut Side) {
+        self.flush(out);
+        self.prev = None;
+    }
+}

@@ -1,0 +1,721 @@
+//! The terminal line model: what a person would read on the terminal, one
+//! line at a time, in bounded memory.
+//!
+//! The escape grammar is [`vte`]'s (the parser Alacritty uses); this file
+//! is only the line model on top of it:
+//!
+//! * printable characters are written at the cursor, over what is there;
+//! * `\r` returns to the start of the line, backspace moves back one cell,
+//!   `CSI K` erases in the line, `CSI C`/`D`/`G`/`X`/`P`/`@` move and edit
+//!   within it: a progress bar redrawn with `\r` ends as its final frame;
+//! * `CSI A`/`B`/`E`/`F`, `ESC M`, `ESC 7`/`ESC 8` and `CSI J` move among and
+//!   erase the last [`WINDOW`] lines, so a multi-line progress display
+//!   (docker pull, cargo, pip) ends as its final state. A move past the
+//!   window starts a new line instead: the lines stay as written;
+//! * every other sequence (SGR colours, OSC titles and hyperlinks, DCS, APC,
+//!   PM, SOS strings, private modes) is dropped, and so are the other C0 and
+//!   C1 controls. No ESC byte is ever in the output.
+//!
+//! Lines leave the model (to a [`Sink`]) once they are [`WINDOW`] lines
+//! above the cursor's line, or at the end. Each carries the raw span it was
+//! made from, so a preview of the rendered text can name the raw bytes and
+//! lines it leaves out.
+//!
+//! # Fast path
+//!
+//! Most output is plain: whole lines with no control byte but `\n` and
+//! `\t`, valid UTF-8. When the parser is at rest at the start of a line,
+//! such a run is handed on as it is ([`Sink::block`]), keeping only its last
+//! [`WINDOW`] lines in the model. The result is the same as the slow path's
+//! (the tests check both against each other), and it does not depend on how
+//! the input is chunked: every decision depends on the bytes alone.
+
+use std::collections::VecDeque;
+
+/// How many finished lines above the cursor's line stay editable.
+pub(crate) const WINDOW: usize = 64;
+
+/// A line longer than this many bytes is handed on in pieces of this size;
+/// the part handed on can no longer be edited.
+pub(crate) const MAX_ROW: usize = 16 << 10;
+
+/// The parser is fed pieces that end at every `\n` and at every multiple of
+/// this many raw bytes, so raw offsets are known to within this much.
+const REGION: u64 = 16 << 10;
+
+/// Where a rendered line came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    /// The raw offset where the line was started.
+    pub raw: u64,
+    /// The raw offset where the next line was started (the raw bytes of
+    /// this line are `raw..raw_end`, edits made later from below aside).
+    pub raw_end: u64,
+    /// The 1-based raw line that holds `raw`.
+    pub line: u64,
+    /// Whether `raw` is the start of a raw line.
+    pub starts_line: bool,
+    /// Whether the rendered text is exactly the raw bytes (so offsets
+    /// inside it map one to one).
+    pub exact: bool,
+}
+
+/// Where rendered lines go.
+pub(crate) trait Sink {
+    /// A finished line (`newline`) or a piece of an over-long one.
+    fn line(&mut self, text: &str, newline: bool, span: Span);
+    /// A run of whole plain lines, rendered text equal to the raw bytes,
+    /// starting at the start of raw line `line`, raw offset `raw`.
+    fn block(&mut self, text: &str, raw: u64, line: u64);
+}
+
+#[derive(Clone, Debug)]
+struct Row {
+    text: String,
+    /// Characters in `text` (cells).
+    chars: usize,
+    raw: u64,
+    line: u64,
+    starts_line: bool,
+    exact: bool,
+}
+
+impl Row {
+    fn new(raw: u64, line: u64, starts_line: bool) -> Row {
+        Row {
+            text: String::new(),
+            chars: 0,
+            raw,
+            line,
+            starts_line,
+            exact: true,
+        }
+    }
+
+    fn byte_at(&self, col: usize) -> usize {
+        if self.chars == self.text.len() {
+            return col.min(self.text.len());
+        }
+        self.text
+            .char_indices()
+            .nth(col)
+            .map_or(self.text.len(), |(i, _)| i)
+    }
+
+    /// Writes `c` at cell `col`.
+    fn put(&mut self, col: usize, c: char) {
+        if col == self.chars {
+            self.text.push(c);
+            self.chars += 1;
+            return;
+        }
+        self.exact = false;
+        if col > self.chars {
+            let pad = col - self.chars;
+            self.text.extend(std::iter::repeat_n(' ', pad));
+            self.chars = col;
+            self.text.push(c);
+            self.chars += 1;
+            return;
+        }
+        let at = self.byte_at(col);
+        let len = self.text[at..].chars().next().map_or(0, char::len_utf8);
+        let mut buf = [0; 4];
+        self.text.replace_range(at..at + len, c.encode_utf8(&mut buf));
+    }
+
+    fn truncate(&mut self, col: usize) {
+        if col < self.chars {
+            let at = self.byte_at(col);
+            self.text.truncate(at);
+            self.chars = col;
+            self.exact = false;
+        }
+    }
+
+    /// Replaces cells `from..to` (clamped to the row) with spaces.
+    fn blank(&mut self, from: usize, to: usize) {
+        let to = to.min(self.chars);
+        if from >= to {
+            return;
+        }
+        let a = self.byte_at(from);
+        let b = self.byte_at(to);
+        self.text.replace_range(a..b, &" ".repeat(to - from));
+        self.exact = false;
+    }
+
+    fn delete(&mut self, col: usize, n: usize) {
+        let to = col.saturating_add(n).min(self.chars);
+        if col >= to {
+            return;
+        }
+        let a = self.byte_at(col);
+        let b = self.byte_at(to);
+        self.text.replace_range(a..b, "");
+        self.chars -= to - col;
+        self.exact = false;
+    }
+
+    fn insert(&mut self, col: usize, n: usize) {
+        if col >= self.chars {
+            return;
+        }
+        let a = self.byte_at(col);
+        let n = n.min(MAX_ROW);
+        self.text.insert_str(a, &" ".repeat(n));
+        self.chars += n;
+        self.exact = false;
+    }
+}
+
+/// The screen: the editable rows, the cursor, and where the raw input is.
+struct Screen {
+    /// The last rows; the last one is the bottom row, where new lines start.
+    rows: VecDeque<Row>,
+    row: usize,
+    col: usize,
+    /// `ESC 7`: the row (counted from the first row ever) and column.
+    saved: Option<(u64, usize)>,
+    /// Rows handed on so far (the first row's number).
+    base: u64,
+    /// The next multiple of [`REGION`] after the current region's start.
+    boundary: u64,
+    /// Where the current parser region starts (after a `\n` or at a multiple
+    /// of [`REGION`]) and ends, raw offsets.
+    region: u64,
+    end: u64,
+    /// Raw newlines before the current region.
+    newlines: u64,
+    /// Whether the parser is known to be at rest (ground state).
+    ground: bool,
+    /// Whether anything so far rendered differently from its raw bytes.
+    changed: bool,
+}
+
+impl Screen {
+    fn new_region(&mut self) {
+        self.region = self.end;
+        self.boundary = (self.end / REGION + 1) * REGION;
+    }
+
+    fn bottom(&self) -> usize {
+        self.rows.len() - 1
+    }
+
+    /// Hands the oldest rows on until at most `keep` are above the bottom.
+    fn emit_above<S: Sink>(&mut self, sink: &mut S, keep: usize) {
+        while self.rows.len() > keep + 1 {
+            let Some(r) = self.rows.pop_front() else {
+                return;
+            };
+            let next = &self.rows[0];
+            sink.line(
+                &r.text,
+                true,
+                Span {
+                    raw: r.raw,
+                    raw_end: next.raw,
+                    line: r.line,
+                    starts_line: r.starts_line,
+                    exact: r.exact && next.starts_line && next.raw == r.raw + r.text.len() as u64 + 1,
+                },
+            );
+            self.row = self.row.saturating_sub(1);
+            self.base += 1;
+        }
+    }
+
+    fn newline<S: Sink>(&mut self, sink: &mut S) {
+        if self.row < self.bottom() {
+            self.row += 1;
+        } else {
+            // The `\n` is the last byte of the region.
+            let line = self.newlines + 2;
+            self.rows.push_back(Row::new(self.end, line, true));
+            self.row = self.bottom();
+            self.emit_above(sink, WINDOW);
+        }
+        self.col = 0;
+    }
+
+    /// A cursor move up that the window cannot follow: the redraw goes on
+    /// a new line, below what is there.
+    fn past_window<S: Sink>(&mut self, sink: &mut S) {
+        self.row = self.bottom();
+        if self.rows[self.row].chars > 0 {
+            let line = self.newlines + 1;
+            self.rows.push_back(Row::new(self.region, line, false));
+            self.row = self.bottom();
+            self.emit_above(sink, WINDOW);
+        }
+        self.col = 0;
+    }
+
+    fn up<S: Sink>(&mut self, sink: &mut S, n: usize) {
+        if n > self.row {
+            self.past_window(sink);
+        } else {
+            self.row -= n;
+        }
+    }
+
+    fn down(&mut self, n: usize) {
+        self.row = self.row.saturating_add(n).min(self.bottom());
+    }
+
+    fn print<S: Sink>(&mut self, sink: &mut S, c: char) {
+        if self.col >= MAX_ROW {
+            if self.row != self.bottom() {
+                // An old row past its cap takes no more.
+                self.changed = true;
+                return;
+            }
+            self.flush_bottom(sink);
+        }
+        let col = self.col;
+        self.rows[self.row].put(col, c);
+        self.col += 1;
+    }
+
+    /// Hands the over-long bottom row on as a piece; the cursor continues
+    /// on a fresh row, as far right of it as it was of the piece.
+    fn flush_bottom<S: Sink>(&mut self, sink: &mut S) {
+        self.emit_above(sink, 0);
+        let Some(r) = self.rows.pop_back() else {
+            return;
+        };
+        let cont_raw = if r.exact {
+            r.raw + r.text.len() as u64
+        } else {
+            self.region.max(r.raw)
+        };
+        sink.line(
+            &r.text,
+            false,
+            Span {
+                raw: r.raw,
+                raw_end: cont_raw,
+                line: r.line,
+                starts_line: r.starts_line,
+                exact: r.exact,
+            },
+        );
+        let mut next = Row::new(cont_raw, self.newlines + 1, false);
+        next.exact = r.exact;
+        self.rows.push_back(next);
+        self.row = 0;
+        self.col = self.col.saturating_sub(r.chars);
+    }
+}
+
+/// The performer vte drives, for one region.
+struct Perf<'a, S> {
+    screen: &'a mut Screen,
+    sink: &'a mut S,
+}
+
+fn param(params: &vte::Params, i: usize, default: usize) -> usize {
+    let v = params
+        .iter()
+        .nth(i)
+        .and_then(|p| p.first().copied())
+        .unwrap_or(0);
+    if v == 0 {
+        default
+    } else {
+        usize::from(v)
+    }
+}
+
+impl<S: Sink> vte::Perform for Perf<'_, S> {
+    fn print(&mut self, c: char) {
+        self.screen.ground = true;
+        if ('\u{7f}'..='\u{9f}').contains(&c) {
+            self.screen.changed = true;
+            return;
+        }
+        if c == '\u{FFFD}' {
+            let r = self.screen.row;
+            self.screen.rows[r].exact = false;
+        }
+        self.screen.print(self.sink, c);
+    }
+
+    fn execute(&mut self, byte: u8) {
+        let s = &mut *self.screen;
+        match byte {
+            b'\n' => {
+                s.newline(self.sink);
+                return;
+            }
+            b'\t' => {
+                s.print(self.sink, '\t');
+                return;
+            }
+            b'\r' => s.col = 0,
+            0x08 => s.col = s.col.saturating_sub(1),
+            _ => {}
+        }
+        s.changed = true;
+        let r = s.row;
+        s.rows[r].exact = false;
+    }
+
+    fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], _: bool, action: char) {
+        let s = &mut *self.screen;
+        s.ground = true;
+        s.changed = true;
+        let r = s.row;
+        s.rows[r].exact = false;
+        if !intermediates.is_empty() {
+            return;
+        }
+        let n = param(params, 0, 1);
+        let col = s.col;
+        match action {
+            'K' => match param(params, 0, 0) {
+                0 => s.rows[r].truncate(col),
+                1 => s.rows[r].blank(0, col.saturating_add(1)),
+                _ => s.rows[r].truncate(0),
+            },
+            'J' => {
+                if param(params, 0, 0) == 0 {
+                    s.rows[r].truncate(col);
+                    s.rows.truncate(r + 1);
+                }
+            }
+            'A' => s.up(self.sink, n),
+            'B' => s.down(n),
+            'E' => {
+                s.down(n);
+                s.col = 0;
+            }
+            'F' => {
+                s.up(self.sink, n);
+                s.col = 0;
+            }
+            'C' => s.col = col.saturating_add(n).min(MAX_ROW),
+            'D' => s.col = col.saturating_sub(n),
+            'G' => s.col = (n - 1).min(MAX_ROW),
+            'X' => s.rows[r].blank(col, col.saturating_add(n)),
+            'P' => s.rows[r].delete(col, n),
+            '@' => s.rows[r].insert(col, n),
+            _ => {}
+        }
+    }
+
+    fn esc_dispatch(&mut self, intermediates: &[u8], _: bool, byte: u8) {
+        let s = &mut *self.screen;
+        s.ground = true;
+        s.changed = true;
+        let r = s.row;
+        s.rows[r].exact = false;
+        if !intermediates.is_empty() {
+            return;
+        }
+        match byte {
+            b'M' => s.up(self.sink, 1),
+            b'D' => s.down(1),
+            b'E' => {
+                s.down(1);
+                s.col = 0;
+            }
+            b'7' => s.saved = Some((s.base + s.row as u64, s.col)),
+            b'8' => {
+                if let Some((row, col)) = s.saved {
+                    match row.checked_sub(s.base) {
+                        Some(i) => s.row = (i as usize).min(s.bottom()),
+                        None => s.past_window(self.sink),
+                    }
+                    s.col = col;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn osc_dispatch(&mut self, _: &[&[u8]], bell_terminated: bool) {
+        // Ended by ESC, the parser is in the escape state until `\`.
+        self.screen.ground = bell_terminated;
+        self.screen.changed = true;
+    }
+
+    fn hook(&mut self, _: &vte::Params, _: &[u8], _: bool, _: char) {
+        self.screen.changed = true;
+    }
+}
+
+/// Bytes that send a line to the slow path: C0 controls but `\t` and `\n`,
+/// DEL, and the lead byte of U+0080..U+00BF (which holds the C1 controls).
+static SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = b != b'\t' as usize && b != b'\n' as usize;
+        b += 1;
+    }
+    t[0x7F] = true;
+    t[0xC2] = true;
+    t
+};
+
+/// The index of the first special byte in `b`, or `b.len()`.
+fn plain_prefix(b: &[u8]) -> usize {
+    const W: usize = 32;
+    let mut i = 0;
+    while i + W <= b.len() {
+        let block = &b[i..i + W];
+        // Branch-free over the block, so it vectorizes.
+        let any = block
+            .iter()
+            .fold(false, |acc, &x| acc | ((x < 0x20) & (x != b'\n') & (x != b'\t')) | (x == 0x7F) | (x == 0xC2));
+        if any {
+            break;
+        }
+        i += W;
+    }
+    b[i..]
+        .iter()
+        .position(|&x| SPECIAL[usize::from(x)])
+        .map_or(b.len(), |p| i + p)
+}
+
+/// The terminal renderer: raw bytes in, rendered lines out to a sink.
+pub(crate) struct Terminal {
+    parser: vte::Parser,
+    screen: Screen,
+    /// The start of a character cut by the end of the last chunk.
+    carry: Vec<u8>,
+}
+
+/// How many bytes at the end of `b` start a character that is not complete.
+fn incomplete_tail(b: &[u8]) -> usize {
+    let n = b.len();
+    for back in 1..=n.min(3) {
+        let x = b[n - back];
+        if (0x80..0xC0).contains(&x) {
+            continue;
+        }
+        let width = crate::measure::utf8_width(x);
+        return if width > back { back } else { 0 };
+    }
+    0
+}
+
+impl Default for Terminal {
+    fn default() -> Self {
+        Terminal::new()
+    }
+}
+
+impl Terminal {
+    /// A renderer at the start of a stream.
+    pub(crate) fn new() -> Terminal {
+        let mut rows = VecDeque::with_capacity(WINDOW + 2);
+        rows.push_back(Row::new(0, 1, true));
+        Terminal {
+            parser: vte::Parser::new(),
+            screen: Screen {
+                rows,
+                row: 0,
+                col: 0,
+                saved: None,
+                base: 0,
+                boundary: REGION,
+                region: 0,
+                end: 0,
+                newlines: 0,
+                ground: true,
+                changed: false,
+            },
+            carry: Vec::new(),
+        }
+    }
+
+    /// Whether anything so far renders differently from its raw bytes.
+    pub(crate) fn changed(&self) -> bool {
+        self.screen.changed
+    }
+
+    /// Whether the fast path may take over here: the parser at rest, the
+    /// cursor at the start of an empty bottom row.
+    fn at_rest(&self) -> bool {
+        let s = &self.screen;
+        s.ground && s.row == s.bottom() && s.col == 0 && s.rows[s.row].chars == 0
+    }
+
+    /// Renders the next chunk of raw input.
+    pub(crate) fn feed<S: Sink>(&mut self, sink: &mut S, mut data: &[u8]) {
+        // The parser is never handed a character cut by a chunk's end: it
+        // waits in `carry` for the rest.
+        if !self.carry.is_empty() {
+            let width = crate::measure::utf8_width(self.carry[0]);
+            while self.carry.len() < width {
+                match data.first() {
+                    Some(&b) if (0x80..0xC0).contains(&b) => {
+                        self.carry.push(b);
+                        data = &data[1..];
+                    }
+                    Some(_) => break,
+                    None => return,
+                }
+            }
+            let carry = std::mem::take(&mut self.carry);
+            self.feed_whole(sink, &carry);
+        }
+        let hold = incomplete_tail(data);
+        self.carry.extend_from_slice(&data[data.len() - hold..]);
+        self.feed_whole(sink, &data[..data.len() - hold]);
+    }
+
+    /// Feeds input that does not end inside a character.
+    fn feed_whole<S: Sink>(&mut self, sink: &mut S, mut data: &[u8]) {
+        while !data.is_empty() {
+            if self.at_rest() && self.screen.end == self.screen.region {
+                let n = self.fast(sink, data);
+                data = &data[n..];
+                if data.is_empty() {
+                    return;
+                }
+            }
+            // One region: up to and including the next `\n`, and not past
+            // the next multiple of REGION (moved past a character that
+            // straddles it).
+            let s = &self.screen;
+            let to_boundary = usize::try_from(s.boundary - s.end).unwrap_or(usize::MAX);
+            let mut lim = data.len().min(to_boundary.max(1));
+            while lim < data.len() && lim < to_boundary + 3 && (0x80..0xC0).contains(&data[lim]) {
+                lim += 1;
+            }
+            let n = memchr::memchr(b'\n', &data[..lim]).map_or(lim, |i| i + 1);
+            self.slow(sink, &data[..n]);
+            data = &data[n..];
+        }
+    }
+
+    /// The slow path over one region piece (it ends at most at the
+    /// region's end).
+    fn slow<S: Sink>(&mut self, sink: &mut S, piece: &[u8]) {
+        self.screen.end += piece.len() as u64;
+        // Split at each ESC, so `ground` is known: a sequence begun at the
+        // last ESC and not finished leaves it false.
+        let mut rest = piece;
+        while !rest.is_empty() {
+            let next = memchr::memchr(0x1B, &rest[1..]).map_or(rest.len(), |i| i + 1);
+            if rest[0] == 0x1B {
+                self.screen.ground = false;
+            }
+            let mut perf = Perf {
+                screen: &mut self.screen,
+                sink: &mut *sink,
+            };
+            self.parser.advance(&mut perf, &rest[..next]);
+            rest = &rest[next..];
+        }
+        let s = &mut self.screen;
+        if piece.last() == Some(&b'\n') {
+            s.newlines += 1;
+            s.new_region();
+        } else if s.end >= s.boundary {
+            s.new_region();
+        }
+    }
+
+    /// The fast path: whole plain lines from the start of `data`. Returns
+    /// how many bytes it took.
+    fn fast<S: Sink>(&mut self, sink: &mut S, data: &[u8]) -> usize {
+        let plain = plain_prefix(data);
+        let Some(last_nl) = memchr::memrchr(b'\n', &data[..plain]) else {
+            return 0;
+        };
+        let mut block = &data[..last_nl + 1];
+        if let Err(e) = simdutf8::compat::from_utf8(block) {
+            let good = e.valid_up_to();
+            match memchr::memrchr(b'\n', &block[..good]) {
+                Some(i) => block = &block[..i + 1],
+                None => return 0,
+            }
+        }
+        // Valid UTF-8 just checked.
+        let text = std::str::from_utf8(block).unwrap_or_default();
+        let lines = bytecount::count(block, b'\n');
+        let s = &mut self.screen;
+        let start = s.end;
+        let mut keep_from = 0;
+        if lines > WINDOW {
+            // All but the last WINDOW lines go on as they are, after the
+            // rows above the (empty) bottom row.
+            let mut it = memchr::memrchr_iter(b'\n', &block[..block.len() - 1]);
+            let cut = it.nth(WINDOW - 1).map_or(0, |i| i + 1);
+            s.emit_above(sink, 0);
+            sink.block(&text[..cut], start, s.newlines + 1);
+            s.newlines += bytecount::count(&block[..cut], b'\n') as u64;
+            keep_from = cut;
+            let b = s.bottom();
+            s.rows[b] = Row::new(start + cut as u64, s.newlines + 1, true);
+            s.row = b;
+        }
+        let mut at = keep_from;
+        for line in text[keep_from..].split_inclusive('\n') {
+            let body = &line[..line.len() - 1];
+            if body.len() > MAX_ROW && body.chars().count() >= MAX_ROW {
+                // The slow path hands it on in pieces.
+                s.end = start + at as u64;
+                s.new_region();
+                return at;
+            }
+            let r = s.row;
+            let row = &mut s.rows[r];
+            row.text.push_str(body);
+            row.chars = body.chars().count();
+            at += line.len();
+            s.end = start + at as u64;
+            s.newline(sink);
+            s.newlines += 1;
+            s.new_region();
+        }
+        s.end = start + block.len() as u64;
+        s.new_region();
+        block.len()
+    }
+
+    /// Hands on every row left, at the end of the input.
+    pub(crate) fn finish<S: Sink>(mut self, sink: &mut S) {
+        if !self.carry.is_empty() {
+            // A character cut short by the end of the input.
+            let carry = std::mem::take(&mut self.carry);
+            self.feed_whole(sink, &carry);
+            let mut perf = Perf {
+                screen: &mut self.screen,
+                sink: &mut *sink,
+            };
+            // The parser holds the bytes; end them as one bad character.
+            self.parser.advance(&mut perf, b"\x18");
+        }
+        let s = &mut self.screen;
+        let end = s.end;
+        let Some(last) = s.rows.pop_back() else {
+            return;
+        };
+        // The rows above end where the bottom row starts.
+        s.rows.push_back(Row::new(last.raw, last.line, last.starts_line));
+        s.emit_above(sink, 0);
+        if last.chars > 0 {
+            sink.line(
+                &last.text,
+                false,
+                Span {
+                    raw: last.raw,
+                    raw_end: end,
+                    line: last.line,
+                    starts_line: last.starts_line,
+                    exact: last.exact && last.raw + last.text.len() as u64 == end,
+                },
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,203 @@
+use super::*;
+
+/// Collects the rendered text and the spans.
+#[derive(Default)]
+struct Text {
+    out: String,
+    spans: Vec<(String, Span)>,
+}
+
+impl Sink for Text {
+    fn line(&mut self, text: &str, newline: bool, span: Span) {
+        self.out.push_str(text);
+        if newline {
+            self.out.push('\n');
+        }
+        self.spans.push((text.to_owned(), span));
+    }
+
+    fn block(&mut self, text: &str, raw: u64, line: u64) {
+        // One span a line, as the slow path gives.
+        let mut raw = raw;
+        let mut line = line;
+        for l in text.split_inclusive('\n') {
+            let body = &l[..l.len() - 1];
+            self.spans.push((
+                body.to_owned(),
+                Span {
+                    raw,
+                    raw_end: raw + l.len() as u64,
+                    line,
+                    starts_line: true,
+                    exact: true,
+                },
+            ));
+            raw += l.len() as u64;
+            line += 1;
+        }
+        self.out.push_str(text);
+    }
+}
+
+fn render_chunks(input: &[u8], chunk: usize) -> Text {
+    let mut t = Terminal::new();
+    let mut sink = Text::default();
+    for c in input.chunks(chunk.max(1)) {
+        t.feed(&mut sink, c);
+    }
+    t.finish(&mut sink);
+    sink
+}
+
+fn render(input: &[u8]) -> String {
+    render_chunks(input, input.len().max(1)).out
+}
+
+#[test]
+fn escapes_are_removed_and_text_kept() {
+    assert_eq!(render(b"\x1b[31mred\x1b[0m plain\n"), "red plain\n");
+    // OSC 8 hyperlink keeps its text; an OSC title goes.
+    assert_eq!(
+        render(b"\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x1b]0;title\x07ok\n"),
+        "link ok\n"
+    );
+    // DCS and APC strings go, and lone escapes.
+    assert_eq!(render(b"a\x1bP1$r\x1b\\b\x1b_apc\x1b\\c\x1b=d\n"), "abcd\n");
+    assert_eq!(render(b"private \x1b[?25lmode\x1b[?25h\n"), "private mode\n");
+}
+
+#[test]
+fn carriage_returns_overwrite_the_line() {
+    assert_eq!(render(b"10%\r50%\r100%\n"), "100%\n");
+    assert_eq!(render(b"Progress: [#   ] 1%\rProgress: [####] 100%\n"), "Progress: [####] 100%\n");
+    // A shorter frame leaves the end of a longer one, as on a terminal...
+    assert_eq!(render(b"abcdef\rxy\n"), "xycdef\n");
+    // ...unless the line is erased first.
+    assert_eq!(render(b"abcdef\r\x1b[Kxy\n"), "xy\n");
+    assert_eq!(render(b"abcdef\r\x1b[2Kxy\n"), "xy\n");
+    // CRLF is a plain line end.
+    assert_eq!(render(b"one\r\ntwo\r\n"), "one\ntwo\n");
+}
+
+#[test]
+fn backspace_and_moves_within_the_line() {
+    assert_eq!(render(b"abc\x08\x08X\n"), "aXc\n");
+    assert_eq!(render(b"abcdef\x1b[3DXY\n"), "abcXYf\n");
+    assert_eq!(render(b"ab\x1b[3Cc\n"), "ab   c\n");
+    assert_eq!(render(b"abcdef\x1b[2GX\n"), "aXcdef\n");
+    assert_eq!(render(b"abcdef\x1b[1G\x1b[2X\n"), "  cdef\n");
+    assert_eq!(render(b"abcdef\x1b[1G\x1b[2P\n"), "cdef\n");
+    assert_eq!(render(b"abc\x1b[1G\x1b[2@\n"), "  abc\n");
+    assert_eq!(render(b"abcdef\x1b[3G\x1b[1K\n"), "   def\n");
+}
+
+#[test]
+fn cursor_up_redraws_within_the_window() {
+    // Two layers drawn, then redrawn in place, as docker pull does.
+    let input = b"layer1: waiting\nlayer2: waiting\n\x1b[2A\x1b[2Klayer1: done\n\x1b[2Klayer2: done\n";
+    assert_eq!(render(input), "layer1: done\nlayer2: done\n");
+    // ESC 7 / ESC 8 save and restore.
+    let input = b"a\n\x1b7b\nc\n\x1b8\x1b[Kx\n";
+    assert_eq!(render(input), "a\nx\nc\n");
+    // Erase below the cursor.
+    let input = b"a\nb\nc\n\x1b[2A\x1b[Jz\n";
+    assert_eq!(render(input), "a\nz\n");
+}
+
+#[test]
+fn a_move_past_the_window_keeps_the_lines_as_written() {
+    let mut input = Vec::new();
+    for i in 0..(WINDOW + 10) {
+        input.extend_from_slice(format!("line {i}\n").as_bytes());
+    }
+    input.extend_from_slice(b"tail");
+    input.extend_from_slice(format!("\x1b[{}Aredraw\n", WINDOW + 5).as_bytes());
+    let out = render(&input);
+    assert!(out.starts_with("line 0\nline 1\n"));
+    assert!(out.ends_with(&format!("line {}\ntail\nredraw\n", WINDOW + 9)), "{out}");
+}
+
+#[test]
+fn controls_and_c1_codes_never_reach_the_output() {
+    let out = render(b"a\x07b\x00c\x0ed\x7fe\xc2\x9bf\n");
+    assert_eq!(out, "abcdef\n");
+    assert!(!render(b"\x1b[31\n\x1b]0;x\nmore\n").contains('\x1b'));
+}
+
+#[test]
+fn invalid_utf8_becomes_replacement_characters() {
+    assert_eq!(render(b"a\xffb\n"), "a\u{FFFD}b\n");
+}
+
+#[test]
+fn plain_text_is_unchanged_and_exact() {
+    let mut input = String::new();
+    for i in 0..500 {
+        input.push_str(&format!("plain line {i}\twith a tab\n"));
+    }
+    input.push_str("no newline at the end");
+    let t = render_chunks(input.as_bytes(), input.len());
+    assert_eq!(t.out, input);
+    for (text, span) in &t.spans {
+        assert!(span.exact, "{text}");
+        assert_eq!(
+            &input.as_bytes()[span.raw as usize..span.raw as usize + text.len()],
+            text.as_bytes()
+        );
+        let line = 1 + input.as_bytes()[..span.raw as usize]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count() as u64;
+        assert_eq!(span.line, line, "{text}");
+    }
+}
+
+#[test]
+fn rendering_does_not_depend_on_chunking() {
+    let mut input = Vec::new();
+    for i in 0..300 {
+        match i % 7 {
+            0 => input.extend_from_slice(format!("\x1b[32mok\x1b[0m {i}\n").as_bytes()),
+            1 => input.extend_from_slice(format!("{i}%\r{}%\r\x1b[Kdone {i}\n", i + 1).as_bytes()),
+            2 => input.extend_from_slice("ünïcödé line\n".as_bytes()),
+            3 => input.extend_from_slice(b"a\nb\n\x1b[2A\x1b[Kc\n\n"),
+            _ => input.extend_from_slice(format!("plain {i}\n").as_bytes()),
+        }
+    }
+    input.extend_from_slice(&[b'x'; 40_000]);
+    input.extend_from_slice(b"\rshort\n");
+    let whole = render_chunks(&input, input.len());
+    for chunk in [1, 2, 3, 7, 64, 1000, 4096] {
+        let t = render_chunks(&input, chunk);
+        assert!(t.out == whole.out, "chunk {chunk} renders differently");
+        assert_eq!(t.spans.len(), whole.spans.len(), "chunk {chunk}");
+    }
+}
+
+#[test]
+fn long_lines_are_handed_on_in_pieces() {
+    let input = vec![b'y'; MAX_ROW * 3 + 5];
+    let t = render_chunks(&input, 1000);
+    assert_eq!(t.out.len(), input.len());
+    assert!(t.spans.len() >= 3);
+    assert!(t.spans.iter().all(|(s, _)| s.len() <= MAX_ROW));
+}
+
+#[test]
+fn spans_name_the_raw_lines() {
+    let input = b"\x1b[1mone\x1b[0m\n50%\r100%\nthree\n";
+    let t = render_chunks(input, input.len());
+    let lines: Vec<(String, u64, u64)> = t
+        .spans
+        .iter()
+        .map(|(s, sp)| (s.clone(), sp.line, sp.raw))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            ("one".to_owned(), 1, 0),
+            ("100%".to_owned(), 2, 12),
+            ("three".to_owned(), 3, 21)
+        ]
+    );
+}
