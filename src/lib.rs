@@ -53,26 +53,26 @@ compile_error!(
 );
 
 pub mod json;
-pub mod render;
-pub mod salient;
-pub mod tokens;
 mod measure;
 pub mod notice;
 pub mod policy;
 mod preview;
+pub mod render;
+pub mod salient;
 pub mod stage;
 pub mod store;
 mod sys;
+pub mod tokens;
 pub mod units;
 
 pub use json::{Format, JsonPointer, PointerError};
-pub use render::Render;
-pub use salient::{SalientError, SalientPatterns};
-pub use tokens::Tokenizer;
 pub use notice::{NoticeTemplates, Template, TemplateError};
 pub use policy::{
     Compression, Durability, OnStoreError, Policy, PolicyBuilder, PolicyConfig, PolicyError,
 };
+pub use render::Render;
+pub use salient::{SalientError, SalientPatterns};
+pub use tokens::Tokenizer;
 
 pub use stage::{FinishError, Outcome, Spiller, Stage};
 pub use store::{

@@ -568,6 +568,37 @@ pub(crate) fn worst_case_len(templates: &NoticeTemplates, path_len: usize) -> (u
     worst
 }
 
+/// The most tokens a notice of `templates` can take under `tokenizer`, with
+/// fillers as token-dense as real ids, paths and errors (and some slack).
+pub(crate) fn worst_case_tokens(
+    templates: &NoticeTemplates,
+    path_len: usize,
+    tokenizer: crate::Tokenizer,
+) -> usize {
+    let id = "blake3:".to_string() + &"0f9e2d7c4b1a8e3d".repeat(4);
+    let path: String = "/a-9".repeat(path_len / 4 + 1)[..path_len].to_string();
+    let error: String = "no, 1 ".repeat(MAX_ERROR_BYTES / 6);
+    let mut worst = 0;
+    for kind in [Kind::Omitted, Kind::Binary, Kind::Lossy] {
+        for location in [Ok((id.as_str(), path.as_str())), Err(error.as_str())] {
+            let stored = if location.is_ok() { u64::MAX } else { 0 };
+            let facts = Facts {
+                total_bytes: u64::MAX,
+                total_lines: u64::MAX,
+                cut: Cut::Bound,
+                location,
+                stored_bytes: stored,
+                unstored_bytes: stored,
+                invalid_utf8: true,
+                pointer: "",
+            };
+            let text = facts.render(templates, kind);
+            worst = worst.max(tokenizer.count(&text));
+        }
+    }
+    worst + 16
+}
+
 /// `word` as one word for a POSIX shell: as it is when it holds only safe
 /// characters, else in single quotes.
 pub fn shell_quote(word: &str) -> String {

@@ -13,8 +13,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::json::Format;
 use crate::notice::{self, NoticeTemplates, Template, TemplateError};
+use crate::render::Render;
+use crate::salient::{SalientError, SalientPatterns, DEFAULT_SALIENT_PERCENT};
 pub use crate::store::Durability;
 use crate::store::{Encoding, WriteOptions};
+use crate::tokens::Tokenizer;
 use crate::units::ByteSize;
 
 /// The largest `max_inline_bytes` a policy accepts: 64 MiB.
@@ -141,6 +144,17 @@ pub enum PolicyError {
     },
     /// A zstd level was given while compression is `none`.
     LevelWithoutZstd,
+    /// `max_inline_tokens` is smaller than the longest notice, in tokens.
+    TokensTooSmall {
+        /// The budget asked for.
+        got: u64,
+        /// The smallest token budget that fits every notice.
+        needed: u64,
+    },
+    /// `salient_percent` is above 100.
+    SalientPercent(u64),
+    /// A salient pattern does not compile.
+    Salient(SalientError),
     /// A notice template is malformed.
     Template {
         /// Which template: `omitted`, `binary`, `lossy`, `stored` or `unsaved`.
@@ -192,6 +206,14 @@ impl fmt::Display for PolicyError {
             PolicyError::Template { which, error } => {
                 write!(f, "notice template `{which}`: {error}")
             }
+            PolicyError::TokensTooSmall { got, needed } => write!(
+                f,
+                "max_inline_tokens is {got}, but the notice alone can take {needed} tokens: use at least {needed}"
+            ),
+            PolicyError::SalientPercent(p) => {
+                write!(f, "salient_percent is {p}, but it must be between 0 and 100")
+            }
+            PolicyError::Salient(e) => e.fmt(f),
         }
     }
 }
@@ -208,6 +230,11 @@ struct Config {
     on_store_error: OnStoreError,
     durability: Durability,
     format: Format,
+    render: Render,
+    salient: SalientPatterns,
+    salient_percent: u8,
+    max_inline_tokens: Option<u64>,
+    tokenizer: Tokenizer,
     templates: NoticeTemplates,
 }
 
@@ -299,6 +326,31 @@ impl Policy {
         &self.0.templates
     }
 
+    /// What the model-facing text is made of.
+    pub fn render(&self) -> Render {
+        self.0.render
+    }
+
+    /// The patterns of salient lines (empty: off).
+    pub fn salient(&self) -> &SalientPatterns {
+        &self.0.salient
+    }
+
+    /// The share of the budget salient lines may take, in percent.
+    pub fn salient_percent(&self) -> u8 {
+        self.0.salient_percent
+    }
+
+    /// The optional cap on the model-facing text, in tokens.
+    pub fn max_inline_tokens(&self) -> Option<u64> {
+        self.0.max_inline_tokens
+    }
+
+    /// How tokens are counted.
+    pub fn tokenizer(&self) -> Tokenizer {
+        self.0.tokenizer
+    }
+
     /// The longest notice this policy can write when object paths are
     /// `path_len` bytes long, and its line count.
     pub fn notice_bound(&self, path_len: usize) -> (usize, usize) {
@@ -329,6 +381,13 @@ impl Policy {
                     got: max,
                     needed: lines as u64,
                 });
+            }
+        }
+        if let Some(max) = self.0.max_inline_tokens {
+            let needed =
+                notice::worst_case_tokens(&self.0.templates, path_len, self.0.tokenizer) as u64;
+            if max < needed {
+                return Err(PolicyError::TokensTooSmall { got: max, needed });
             }
         }
         Ok(())
@@ -408,6 +467,11 @@ impl Policy {
             on_store_error: Some(c.on_store_error),
             durability: Some(c.durability),
             format: Some(c.format),
+            render: Some(c.render),
+            salient: (!c.salient.is_default()).then(|| c.salient.patterns().to_vec()),
+            salient_percent: Some(u64::from(c.salient_percent)),
+            max_inline_tokens: c.max_inline_tokens,
+            tokenizer: Some(c.tokenizer),
             notice: (notice != NoticeConfig::default()).then_some(notice),
         }
     }
@@ -424,6 +488,11 @@ pub struct PolicyBuilder {
     on_store_error: OnStoreError,
     durability: Durability,
     format: Format,
+    render: Render,
+    salient: Result<SalientPatterns, SalientError>,
+    salient_percent: u64,
+    max_inline_tokens: Option<u64>,
+    tokenizer: Tokenizer,
     templates: NoticeTemplates,
     level_without_zstd: bool,
 }
@@ -448,6 +517,11 @@ impl PolicyBuilder {
             on_store_error: OnStoreError::Preview,
             durability: Durability::Durable,
             format: Format::Text,
+            render: Render::Terminal,
+            salient: Ok(SalientPatterns::default()),
+            salient_percent: u64::from(DEFAULT_SALIENT_PERCENT),
+            max_inline_tokens: None,
+            tokenizer: Tokenizer::O200k,
             templates: NoticeTemplates::default(),
             level_without_zstd: false,
         }
@@ -518,6 +592,47 @@ impl PolicyBuilder {
         self
     }
 
+    /// What the model-facing text is made of: the raw bytes, or what a
+    /// terminal would show. Default: [`Render::Terminal`].
+    pub fn render(&mut self, render: Render) -> &mut Self {
+        self.render = render;
+        self
+    }
+
+    /// The regular expressions (Rust regex syntax, one line at a time) of
+    /// the lines an omitted middle shows between the head and the tail;
+    /// none turns salient lines off. They are found in the rendered text,
+    /// so they apply with [`Render::Terminal`]. Default:
+    /// [`DEFAULT_SALIENT`](crate::salient::DEFAULT_SALIENT).
+    pub fn salient<I, S>(&mut self, patterns: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.salient = SalientPatterns::new(patterns);
+        self
+    }
+
+    /// The most of the budget, in percent, that salient lines take (0 to
+    /// 100). Default: 20.
+    pub fn salient_percent(&mut self, percent: u64) -> &mut Self {
+        self.salient_percent = percent;
+        self
+    }
+
+    /// An optional cap on the model-facing text in tokens, notice included,
+    /// counted with [`tokenizer`](PolicyBuilder::tokenizer). Default: `None`.
+    pub fn max_inline_tokens(&mut self, tokens: Option<u64>) -> &mut Self {
+        self.max_inline_tokens = tokens;
+        self
+    }
+
+    /// How tokens are counted. Default: [`Tokenizer::O200k`].
+    pub fn tokenizer(&mut self, tokenizer: Tokenizer) -> &mut Self {
+        self.tokenizer = tokenizer;
+        self
+    }
+
     /// Checks every value and builds the policy.
     ///
     /// # Errors
@@ -562,6 +677,10 @@ impl PolicyBuilder {
                 which: "stored/unsaved/pointer",
                 error,
             })?;
+        if self.salient_percent > 100 {
+            return Err(PolicyError::SalientPercent(self.salient_percent));
+        }
+        let salient = self.salient.clone().map_err(PolicyError::Salient)?;
         let policy = Policy(Arc::new(Config {
             max_inline_bytes: self.max_inline_bytes as usize,
             max_inline_lines: self.max_inline_lines,
@@ -571,6 +690,11 @@ impl PolicyBuilder {
             on_store_error: self.on_store_error,
             durability: self.durability,
             format: self.format,
+            render: self.render,
+            salient,
+            salient_percent: self.salient_percent as u8,
+            max_inline_tokens: self.max_inline_tokens,
+            tokenizer: self.tokenizer,
             templates: self.templates.clone(),
         }));
         policy.check_fits(0)?;
@@ -643,6 +767,16 @@ pub struct PolicyConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub format: Option<Format>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub render: Option<Render>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub salient: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub salient_percent: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_inline_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<Tokenizer>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub notice: Option<NoticeConfig>,
 }
 
@@ -674,7 +808,12 @@ impl PolicyConfig {
             zstd_level,
             on_store_error,
             durability,
-            format
+            format,
+            render,
+            salient,
+            salient_percent,
+            max_inline_tokens,
+            tokenizer
         );
         if let Some(n) = over.notice {
             let mine = self.notice.get_or_insert_with(NoticeConfig::default);
@@ -726,6 +865,21 @@ impl PolicyConfig {
         }
         if let Some(v) = self.format {
             b.format(v);
+        }
+        if let Some(v) = self.render {
+            b.render(v);
+        }
+        if let Some(v) = &self.salient {
+            b.salient(v);
+        }
+        if let Some(v) = self.salient_percent {
+            b.salient_percent(v);
+        }
+        if self.max_inline_tokens.is_some() {
+            b.max_inline_tokens(self.max_inline_tokens);
+        }
+        if let Some(v) = self.tokenizer {
+            b.tokenizer(v);
         }
         if let Some(n) = &self.notice {
             let mut t = NoticeTemplates::default();

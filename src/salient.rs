@@ -96,7 +96,10 @@ impl SalientPatterns {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let patterns: Vec<String> = patterns.into_iter().map(|p| p.as_ref().to_owned()).collect();
+        let patterns: Vec<String> = patterns
+            .into_iter()
+            .map(|p| p.as_ref().to_owned())
+            .collect();
         for p in &patterns {
             regex::Regex::new(p).map_err(|e| SalientError {
                 pattern: p.clone(),
@@ -140,7 +143,11 @@ impl SalientPatterns {
     /// Whether these are the built-in patterns.
     pub fn is_default(&self) -> bool {
         self.patterns.len() == DEFAULT_SALIENT.len()
-            && self.patterns.iter().zip(DEFAULT_SALIENT).all(|(a, b)| a == b)
+            && self
+                .patterns
+                .iter()
+                .zip(DEFAULT_SALIENT)
+                .all(|(a, b)| a == b)
     }
 
     pub(crate) fn matcher(&self) -> Option<Matcher> {
@@ -249,7 +256,10 @@ mod tests {
         let e = SalientPatterns::new(["ok", "(unclosed"]).unwrap_err();
         assert_eq!(e.pattern, "(unclosed");
         assert!(e.to_string().contains("(unclosed"));
-        assert!(SalientPatterns::new(Vec::<String>::new()).unwrap().matcher().is_none());
+        assert!(SalientPatterns::new(Vec::<String>::new())
+            .unwrap()
+            .matcher()
+            .is_none());
     }
 
     #[test]

@@ -5,12 +5,14 @@ use std::io;
 
 use serde::Serialize;
 
-use crate::json::{Format, Hint, JsonStage};
+use crate::json::{Format, Hint, JsonSketch, JsonStage};
 use crate::measure::{count_lines, Measure};
 use crate::notice::{one_line, pointer_hint, NoticeTemplates, MAX_ERROR_BYTES};
 use crate::policy::{OnStoreError, Policy, PolicyError};
 use crate::preview::{self, TAIL_CONTEXT};
+use crate::render::{self, Parts, Render, Renderer};
 use crate::store::{ObjectWriter, Store, StoreError, StoreErrorKind, StoredObject};
+use crate::tokens::Tokenizer;
 
 /// A policy bound to a store, checked once; makes [`Stage`]s.
 ///
@@ -24,10 +26,21 @@ use crate::store::{ObjectWriter, Store, StoreError, StoreErrorKind, StoredObject
 /// assert!(!small.spilled);
 /// assert_eq!(small.content, "all good\n");
 ///
-/// let big = "progress...\n".repeat(10_000) + "error: linker failed\n";
+/// let steps: String = (0..10_000).map(|i| format!("step {i}\n")).collect();
+/// let big = steps + "error: linker failed\n";
 /// let out = spiller.apply(big.as_bytes()).unwrap();
 /// assert!(out.spilled && out.content.len() <= 32 * 1024);
 /// assert!(out.content.ends_with("error: linker failed\n"));
+///
+/// // Terminal output reads as a terminal shows it: the progress bar is its
+/// // last frame, the colours are gone, repeats fold.
+/// let noisy = "\x1b[33mwaiting for the lock\x1b[0m\n".repeat(5) + "10%\r55%\r100%\n";
+/// let out = spiller.apply(noisy.as_bytes()).unwrap();
+/// assert_eq!(
+///     out.content,
+///     "waiting for the lock\n[spillway: the line above repeats 4 more times]\n100%\n"
+/// );
+/// assert!(out.rendered && !out.spilled);
 /// ```
 #[derive(Clone, Debug)]
 pub struct Spiller {
@@ -168,6 +181,19 @@ pub struct Outcome {
     /// preview instead (it is not one JSON document, or the budget cannot
     /// hold a JSON preview).
     pub json_error: Option<String>,
+    /// Whether the terminal render changed the text ([`Render::Terminal`]:
+    /// escape sequences removed, overwritten frames dropped, repeats
+    /// folded, invalid UTF-8 replaced). Then `head_bytes` and `tail_bytes`
+    /// count rendered text, while every other count, range and the stored
+    /// object are of the raw input.
+    pub rendered: bool,
+    /// The raw line numbers of the salient lines the preview shows between
+    /// its head and its notice.
+    pub salient_lines: Vec<u64>,
+    /// The content's length in tokens, when the policy has a token budget.
+    pub content_tokens: Option<u64>,
+    /// The tokenizer `content_tokens` was counted with.
+    pub tokenizer: Option<Tokenizer>,
 }
 
 /// `finish()` failed because the store failed and the policy says
@@ -280,6 +306,8 @@ struct Spilling {
     max_stored: u64,
     /// The JSON preview's state, when the policy reads JSON.
     json: Option<JsonStage>,
+    /// The terminal renderer, when the policy renders.
+    render: Option<Renderer>,
 }
 
 impl Spilling {
@@ -297,6 +325,9 @@ impl Spilling {
 
     fn feed_piece(&mut self, chunk: &[u8]) {
         self.measure.feed(chunk);
+        if let Some(r) = self.render.as_mut() {
+            r.feed(chunk);
+        }
         let room = self.max_stored - self.stored;
         let part = &chunk[..chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
         if part.is_empty() {
@@ -404,13 +435,17 @@ impl Stage {
         let take = cap - self.head.len();
         self.head.extend_from_slice(&data[..take]);
         let policy = &self.spiller.policy;
+        let terminal = policy.render() == Render::Terminal;
         let mut sp = Spilling {
             measure: Measure::new(),
-            tail: TailRing::new(cap + TAIL_CONTEXT),
+            // The rendered preview keeps its own tail; this one then only
+            // answers `last_byte`.
+            tail: TailRing::new(if terminal { 1 } else { cap + TAIL_CONTEXT }),
             sink: self.spiller.store.writer(policy.write_options()),
             stored: 0,
             max_stored: policy.max_spill_bytes(),
             json: (policy.format() != Format::Text).then(|| JsonStage::new(cap)),
+            render: terminal.then(|| Renderer::new(cap, policy.salient().matcher())),
         };
         sp.feed(&self.head);
         sp.feed(&data[take..]);
@@ -432,19 +467,54 @@ impl Stage {
             spill,
         } = self;
         let policy = &spiller.policy;
+        let terminal = policy.render() == Render::Terminal;
         match spill {
             None => {
                 let lines = count_lines(&head);
                 let binary = memchr::memchr(0, &head).is_some();
-                let head = if !binary && policy.max_inline_lines().is_none_or(|l| lines <= l) {
+                let valid = std::str::from_utf8(&head).is_ok();
+                let mut rendered = None;
+                // A JSON document is shown as written (it holds no escapes;
+                // folding its repeated lines would break it).
+                let json_doc = policy.format() != Format::Text && valid && {
+                    let mut j = JsonStage::new(policy.max_inline_bytes());
+                    j.feed(&head);
+                    j.finish().is_ok()
+                };
+                let head = if binary {
+                    head
+                } else if terminal && !json_doc {
+                    let (parts, changed) = render::render_all(
+                        &head,
+                        policy.max_inline_bytes(),
+                        policy.salient().matcher(),
+                    );
+                    let changed = changed || !valid;
+                    if parts.whole {
+                        if let Some(tokens) = fits(policy, &parts.head.text) {
+                            let mut o = inline(parts.head.text, lines, head.len() as u64);
+                            o.rendered = changed;
+                            o.invalid_utf8 = !valid;
+                            set_tokens(&mut o, policy, tokens);
+                            return Ok(o);
+                        }
+                    }
+                    rendered = Some((parts, changed));
+                    head
+                } else {
                     match String::from_utf8(head) {
-                        Ok(content) => return Ok(inline(content, lines)),
+                        Ok(content) => match fits(policy, &content) {
+                            Some(tokens) => {
+                                let mut o = inline(content, lines, 0);
+                                o.total_bytes = o.content.len() as u64;
+                                set_tokens(&mut o, policy, tokens);
+                                return Ok(o);
+                            }
+                            None => content.into_bytes(),
+                        },
                         Err(e) => e.into_bytes(),
                     }
-                } else {
-                    head
                 };
-                let valid = std::str::from_utf8(&head).is_ok();
                 let json = (policy.format() != Format::Text).then(|| {
                     let mut j = JsonStage::new(policy.max_inline_bytes());
                     j.feed(&head);
@@ -458,7 +528,7 @@ impl Stage {
                     valid_utf8: valid,
                     binary,
                 };
-                conclude(policy, &facts, &head, &head, stored, json)
+                conclude(policy, &facts, &head, &head, stored, json, rendered)
             }
             Some(sp) => {
                 let stored = sp.sink.and_then(ObjectWriter::finish);
@@ -469,17 +539,45 @@ impl Stage {
                     valid_utf8: sp.measure.valid_utf8(),
                     binary: sp.measure.has_nul(),
                 };
+                let rendered = sp.render.map(|r| {
+                    let (parts, changed) = r.finish();
+                    (parts, changed || !facts.valid_utf8)
+                });
                 let tail = sp.tail.into_vec();
-                conclude(policy, &facts, &head, &tail, stored, sp.json)
+                conclude(policy, &facts, &head, &tail, stored, sp.json, rendered)
             }
         }
     }
 }
 
-fn inline(content: String, lines: u64) -> Outcome {
+/// Whether `content` fits the policy's byte, line and token caps, and its
+/// token count when the policy has a token budget.
+fn fits(policy: &Policy, content: &str) -> Option<Option<u64>> {
+    if content.len() > policy.max_inline_bytes()
+        || policy
+            .max_inline_lines()
+            .is_some_and(|l| count_lines(content.as_bytes()) > l)
+    {
+        return None;
+    }
+    match policy.max_inline_tokens() {
+        None => Some(None),
+        Some(max) => {
+            let n = policy.tokenizer().count(content) as u64;
+            (n <= max).then_some(Some(n))
+        }
+    }
+}
+
+fn set_tokens(o: &mut Outcome, policy: &Policy, tokens: Option<u64>) {
+    o.content_tokens = tokens;
+    o.tokenizer = tokens.map(|_| policy.tokenizer());
+}
+
+fn inline(content: String, lines: u64, total_bytes: u64) -> Outcome {
     Outcome {
         spilled: false,
-        total_bytes: content.len() as u64,
+        total_bytes,
         total_lines: lines,
         head_bytes: content.len(),
         tail_bytes: 0,
@@ -493,6 +591,10 @@ fn inline(content: String, lines: u64) -> Outcome {
         store_error_kind: None,
         format: Format::Text,
         json_error: None,
+        rendered: false,
+        salient_lines: Vec::new(),
+        content_tokens: None,
+        tokenizer: None,
         content,
     }
 }
@@ -532,6 +634,7 @@ fn conclude(
     tail: &[u8],
     stored: Result<StoredObject, StoreError>,
     json: Option<JsonStage>,
+    rendered: Option<(Parts, bool)>,
 ) -> Result<Outcome, FinishError> {
     let id_text;
     let path_text;
@@ -551,6 +654,55 @@ fn conclude(
             (Err(error_text.as_str()), 0, 0)
         }
     };
+    let (spill, error) = match &stored {
+        Ok(s) => (
+            Some(StoredObject {
+                truncated: s.bytes < f.total_bytes,
+                ..s.clone()
+            }),
+            None,
+        ),
+        Err(_) => (None, stored.as_ref().err()),
+    };
+    let store_error = error.map(ToString::to_string);
+    let store_error_kind = error.map(StoreError::kind);
+    let mut json_error = None;
+    let sketch: Option<JsonSketch> = match json {
+        Some(_) if f.binary || !f.valid_utf8 => {
+            json_error = Some("not one JSON document (not UTF-8 text)".to_owned());
+            None
+        }
+        Some(j) => match j.finish() {
+            Ok(s) => Some(s),
+            Err(e) => {
+                json_error = Some(e);
+                None
+            }
+        },
+        None => None,
+    };
+    // A JSON document is shown as written, never rendered (it holds no
+    // escapes, and folding its repeated lines would break it).
+    let rendered = rendered.filter(|_| !f.binary && sketch.is_none());
+    let rendered_changed = rendered.as_ref().is_some_and(|r| r.1);
+
+    // A rendered text that fits whole: nothing is omitted (the raw input,
+    // too long to keep in memory, was stored all the same).
+    if let Some((parts, changed)) = &rendered {
+        if parts.whole {
+            if let Some(tokens) = fits(policy, &parts.head.text) {
+                let mut o = inline(parts.head.text.clone(), f.total_lines, f.total_bytes);
+                o.rendered = *changed;
+                o.invalid_utf8 = !f.valid_utf8;
+                o.spill = spill;
+                o.store_error = store_error;
+                o.store_error_kind = store_error_kind;
+                set_tokens(&mut o, policy, tokens);
+                return Ok(o);
+            }
+        }
+    }
+
     let input = preview::Input {
         head,
         tail,
@@ -561,63 +713,80 @@ fn conclude(
         valid_utf8: f.valid_utf8,
         binary: f.binary,
     };
-    let limits = preview::Limits {
-        bytes: policy.max_inline_bytes(),
-        lines: policy.max_inline_lines(),
-        head_percent: policy.head_percent(),
-        templates: policy.templates(),
-    };
     let place = preview::Place {
         location,
         stored_bytes,
         unstored_bytes,
     };
-    let mut json_error = None;
-    let json = match json {
-        Some(_) if f.binary || !f.valid_utf8 => {
-            json_error = Some("not one JSON document (not UTF-8 text)".to_owned());
-            None
-        }
-        Some(j) => {
-            let hint = PointerHint {
-                templates: policy.templates(),
-                location,
-                stored: stored_bytes,
-            };
-            match j.finish(policy.max_inline_bytes(), policy.head_percent(), &hint) {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    json_error = Some(e);
-                    None
+    let hint = PointerHint {
+        templates: policy.templates(),
+        location,
+        stored: stored_bytes,
+    };
+    let matcher = policy.salient().matcher();
+    // The preview within `bytes`: (preview, salient lines, is JSON).
+    let make = |bytes: usize, json_error: &mut Option<String>| {
+        if let Some(s) = &sketch {
+            match s.fit(bytes, policy.head_percent(), &hint) {
+                Ok(j) => {
+                    let p = preview::Preview {
+                        content: j.content,
+                        head_bytes: 0,
+                        tail_bytes: 0,
+                        omitted_bytes: j.elided_bytes,
+                        omitted_lines: 0,
+                        omitted_range: None,
+                    };
+                    return (p, Vec::new(), true);
                 }
+                Err(e) => *json_error = Some(e),
             }
         }
-        None => None,
+        let limits = preview::Limits {
+            bytes,
+            lines: policy.max_inline_lines(),
+            head_percent: policy.head_percent(),
+            templates: policy.templates(),
+        };
+        match &rendered {
+            Some((parts, _)) => {
+                let r = preview::Rendered {
+                    parts,
+                    total_bytes: f.total_bytes,
+                    total_lines: f.total_lines,
+                    valid_utf8: f.valid_utf8,
+                    matcher: matcher.as_ref(),
+                    salient_percent: policy.salient_percent(),
+                };
+                let (p, lines) = preview::build_rendered(&r, &limits, &place);
+                (p, lines, false)
+            }
+            None => (preview::build(&input, &limits, &place), Vec::new(), false),
+        }
     };
-    if policy.format() != Format::Json {
+    let mut bytes = policy.max_inline_bytes();
+    let (mut p, mut salient_lines, mut is_json) = make(bytes, &mut json_error);
+    let mut content_tokens = None;
+    if let Some(max) = policy.max_inline_tokens() {
+        let tk = policy.tokenizer();
+        let mut n = tk.count(&p.content) as u64;
+        // Shrink the byte budget in proportion until the tokens fit: each
+        // step counts only a preview, so the cost follows the budget.
+        for _ in 0..16 {
+            if n <= max || bytes <= 1 {
+                break;
+            }
+            let len = p.content.len().min(bytes);
+            let scaled = (len as u128 * u128::from(max) / u128::from(n)) as usize;
+            bytes = (scaled * 97 / 100).min(bytes - 1);
+            (p, salient_lines, is_json) = make(bytes, &mut json_error);
+            n = tk.count(&p.content) as u64;
+        }
+        content_tokens = Some(n);
+    }
+    if is_json || policy.format() != Format::Json {
         json_error = None;
     }
-    let p = match &json {
-        Some(j) => preview::Preview {
-            content: j.content.clone(),
-            head_bytes: 0,
-            tail_bytes: 0,
-            omitted_bytes: j.elided_bytes,
-            omitted_lines: 0,
-            omitted_range: None,
-        },
-        None => preview::build(&input, &limits, &place),
-    };
-    let (spill, error) = match stored {
-        Ok(s) => (
-            Some(StoredObject {
-                truncated: s.bytes < f.total_bytes,
-                ..s
-            }),
-            None,
-        ),
-        Err(e) => (None, Some(e)),
-    };
     let outcome = Outcome {
         spilled: true,
         content: p.content,
@@ -631,17 +800,17 @@ fn conclude(
         invalid_utf8: !f.valid_utf8,
         binary: f.binary,
         spill,
-        store_error: error.as_ref().map(ToString::to_string),
-        store_error_kind: error.as_ref().map(StoreError::kind),
-        format: if json.is_some() {
-            Format::Json
-        } else {
-            Format::Text
-        },
+        store_error,
+        store_error_kind,
+        format: if is_json { Format::Json } else { Format::Text },
         json_error,
+        rendered: rendered_changed && !is_json,
+        salient_lines,
+        content_tokens,
+        tokenizer: content_tokens.map(|_| policy.tokenizer()),
     };
-    match error {
-        Some(error) if policy.on_store_error() == OnStoreError::Fail => Err(FinishError {
+    match stored {
+        Err(error) if policy.on_store_error() == OnStoreError::Fail => Err(FinishError {
             outcome: Box::new(outcome),
             error,
         }),

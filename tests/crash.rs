@@ -19,11 +19,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use spillway::store::{CrashKind, CrashModel};
-use spillway::{Compression, ContentId, Durability, Policy, Selection, Spiller, Store};
+use spillway::{Compression, ContentId, Durability, Policy, Render, Selection, Spiller, Store};
 
 fn policy(compression: Compression) -> Policy {
     Policy::builder()
         .max_inline_bytes(4096)
+        .render(Render::Raw)
         .compression(compression)
         .durability(Durability::Durable)
         .build()

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use spillway::store::{FaultPlan, FaultPoint};
 use spillway::{
-    Compression, Durability, OnStoreError, Policy, Selection, Spiller, Store, StoreErrorKind,
+    Compression, Durability, OnStoreError, Policy, Render, Selection, Spiller, Store,
+    StoreErrorKind,
 };
 
 fn tmp_entries(store: &Store) -> usize {
@@ -17,6 +18,7 @@ fn tmp_entries(store: &Store) -> usize {
 fn policy(compression: Compression, mode: OnStoreError) -> Policy {
     Policy::builder()
         .max_inline_bytes(4096)
+        .render(Render::Raw)
         .compression(compression)
         .durability(Durability::Durable)
         .on_store_error(mode)

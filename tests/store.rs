@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use spillway::{
     ByteRange, Compression, Durability, Encoding, IdPrefix, LineRange, OnStoreError, Policy,
-    Selection, Spiller, Store, StoreError, StoreErrorKind,
+    Render, Selection, Spiller, Store, StoreError, StoreErrorKind,
 };
 use support::*;
 
@@ -263,6 +263,7 @@ fn a_store_that_cannot_be_written_still_gives_a_bounded_preview() {
     // In fail mode, finish fails but hands the preview back.
     let fail = Policy::builder()
         .max_inline_bytes(4096)
+        .render(Render::Raw)
         .on_store_error(OnStoreError::Fail)
         .build()
         .unwrap();
@@ -281,6 +282,7 @@ fn past_max_spill_bytes_the_stream_is_counted_and_the_tail_is_the_true_end() {
     let policy = Policy::builder()
         .max_inline_bytes(4096)
         .max_spill_bytes(100_000)
+        .render(Render::Raw)
         .durability(Durability::Relaxed)
         .build()
         .unwrap();

@@ -125,12 +125,8 @@ impl JsonStage {
     }
 
     /// Ends the input and fits the preview, or says why there is none.
-    pub(crate) fn finish(
-        mut self,
-        budget: usize,
-        head_percent: u8,
-        hint: &dyn Hint,
-    ) -> Result<JsonPreview, String> {
+    /// Ends the document: its sketch, or why there is no JSON preview.
+    pub(crate) fn finish(mut self) -> Result<JsonSketch, String> {
         if self.builder.key_too_long {
             return Err(format!("a member name is longer than {MAX_KEY} bytes"));
         }
@@ -141,12 +137,29 @@ impl JsonStage {
         if let Err(NotJson { at }) = self.scanner.finish(&mut gated) {
             return Err(format!("not one JSON document (at byte {at})"));
         }
-        let Some(root) = self.builder.into_root() else {
-            return Err("not one JSON document".into());
-        };
+        match self.builder.into_root() {
+            Some(root) => Ok(JsonSketch { root }),
+            None => Err("not one JSON document".into()),
+        }
+    }
+}
+
+/// What a JSON preview is fitted from.
+pub(crate) struct JsonSketch {
+    root: sketch::Child,
+}
+
+impl JsonSketch {
+    /// The preview within `budget` bytes.
+    pub(crate) fn fit(
+        &self,
+        budget: usize,
+        head_percent: u8,
+        hint: &dyn Hint,
+    ) -> Result<JsonPreview, String> {
         let mut fitter = fit::Fitter::new(hint, head_percent);
         let mut content = String::new();
-        if !fitter.root(&root, budget, &mut content) {
+        if !fitter.root(&self.root, budget, &mut content) {
             return Err("the budget is too small for a JSON preview".into());
         }
         debug_assert!(content.len() <= budget, "{} > {budget}", content.len());

@@ -267,12 +267,19 @@ impl Collector {
         let mut folder = Folder::default();
         for (k, &(at, span, last_line)) in self.ring.anchors.iter().enumerate() {
             let s_raw = at.max(start);
-            let e_raw = self.ring.anchors.get(k + 1).map_or(self.ring.total, |a| a.0);
+            let e_raw = self
+                .ring
+                .anchors
+                .get(k + 1)
+                .map_or(self.ring.total, |a| a.0);
             if e_raw <= start {
                 continue;
             }
             let clipped = at < start;
-            let (s, e) = ((s_raw - start) as usize, ((e_raw - start) as usize).min(text.len()));
+            let (s, e) = (
+                (s_raw - start) as usize,
+                ((e_raw - start) as usize).min(text.len()),
+            );
             if s >= e {
                 continue;
             }
@@ -284,7 +291,9 @@ impl Collector {
                     let after = &text.as_bytes()[pos..e];
                     let below = bytecount::count(after, b'\n') as u64;
                     let ends_nl = text.as_bytes()[e - 1] == b'\n';
-                    let line = (last_line + u64::from(ends_nl)).saturating_sub(below).max(span.line);
+                    let line = (last_line + u64::from(ends_nl))
+                        .saturating_sub(below)
+                        .max(span.line);
                     let raw = span.raw_end.saturating_sub((e - pos) as u64);
                     let newline = l.ends_with('\n');
                     let body = l.strip_suffix('\n').unwrap_or(l);
@@ -300,7 +309,15 @@ impl Collector {
                         folder.push(&mut side, body, newline, lspan, line);
                     } else {
                         folder.reset(&mut side);
-                        side.push(body, newline, Span { starts_line: false, ..lspan }, line);
+                        side.push(
+                            body,
+                            newline,
+                            Span {
+                                starts_line: false,
+                                ..lspan
+                            },
+                            line,
+                        );
                     }
                     pos += l.len();
                 }
@@ -309,7 +326,15 @@ impl Collector {
                 let body = piece.strip_suffix('\n').unwrap_or(piece);
                 if clipped || !newline {
                     folder.reset(&mut side);
-                    side.push(body, newline, Span { starts_line: span.starts_line && !clipped, ..span }, last_line);
+                    side.push(
+                        body,
+                        newline,
+                        Span {
+                            starts_line: span.starts_line && !clipped,
+                            ..span
+                        },
+                        last_line,
+                    );
                 } else {
                     folder.push(&mut side, body, newline, span, last_line);
                 }
@@ -383,7 +408,8 @@ impl Sink for Collector {
             starts_line: true,
             exact: true,
         };
-        self.ring.push(rest.as_bytes(), false, span, line + nl.saturating_sub(1));
+        self.ring
+            .push(rest.as_bytes(), false, span, line + nl.saturating_sub(1));
         self.evict();
     }
 }

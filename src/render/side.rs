@@ -44,7 +44,10 @@ impl Side {
     }
 
     fn anchor(&self, pos: usize) -> Option<(usize, &Anchor)> {
-        let i = self.anchors.partition_point(|a| a.at <= pos).checked_sub(1)?;
+        let i = self
+            .anchors
+            .partition_point(|a| a.at <= pos)
+            .checked_sub(1)?;
         Some((i, &self.anchors[i]))
     }
 
@@ -109,14 +112,6 @@ impl Side {
             line,
             line_before: if ends_nl { line - 1 } else { line },
         }
-    }
-
-    /// The raw span of the whole line that starts at `pos` and ends at
-    /// `end` (exclusive, after its `\n`).
-    pub(crate) fn line_span(&self, pos: usize, end: usize) -> Option<(u64, u64, u64)> {
-        let start = self.head_raw(pos)?;
-        let stop = self.tail_raw(end)?;
-        Some((start.line, start.raw, stop.raw.max(start.raw)))
     }
 }
 

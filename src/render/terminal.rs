@@ -121,7 +121,8 @@ impl Row {
         let at = self.byte_at(col);
         let len = self.text[at..].chars().next().map_or(0, char::len_utf8);
         let mut buf = [0; 4];
-        self.text.replace_range(at..at + len, c.encode_utf8(&mut buf));
+        self.text
+            .replace_range(at..at + len, c.encode_utf8(&mut buf));
     }
 
     fn truncate(&mut self, col: usize) {
@@ -218,7 +219,9 @@ impl Screen {
                     raw_end: next.raw,
                     line: r.line,
                     starts_line: r.starts_line,
-                    exact: r.exact && next.starts_line && next.raw == r.raw + r.text.len() as u64 + 1,
+                    exact: r.exact
+                        && next.starts_line
+                        && next.raw == r.raw + r.text.len() as u64 + 1,
                 },
             );
             self.row = self.row.saturating_sub(1);
@@ -379,11 +382,9 @@ impl<S: Sink> vte::Perform for Perf<'_, S> {
                 1 => s.rows[r].blank(0, col.saturating_add(1)),
                 _ => s.rows[r].truncate(0),
             },
-            'J' => {
-                if param(params, 0, 0) == 0 {
-                    s.rows[r].truncate(col);
-                    s.rows.truncate(r + 1);
-                }
+            'J' if param(params, 0, 0) == 0 => {
+                s.rows[r].truncate(col);
+                s.rows.truncate(r + 1);
             }
             'A' => s.up(self.sink, n),
             'B' => s.down(n),
@@ -467,9 +468,9 @@ fn plain_prefix(b: &[u8]) -> usize {
     while i + W <= b.len() {
         let block = &b[i..i + W];
         // Branch-free over the block, so it vectorizes.
-        let any = block
-            .iter()
-            .fold(false, |acc, &x| acc | ((x < 0x20) & (x != b'\n') & (x != b'\t')) | (x == 0x7F) | (x == 0xC2));
+        let any = block.iter().fold(false, |acc, &x| {
+            acc | ((x < 0x20) & (x != b'\n') & (x != b'\t')) | (x == 0x7F) | (x == 0xC2)
+        });
         if any {
             break;
         }
@@ -699,7 +700,8 @@ impl Terminal {
             return;
         };
         // The rows above end where the bottom row starts.
-        s.rows.push_back(Row::new(last.raw, last.line, last.starts_line));
+        s.rows
+            .push_back(Row::new(last.raw, last.line, last.starts_line));
         s.emit_above(sink, 0);
         if last.chars > 0 {
             sink.line(

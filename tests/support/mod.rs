@@ -7,7 +7,7 @@ pub mod oracle;
 #[allow(unused_imports)]
 pub use gen::tool_output;
 
-use spillway::{Compression, ContentId, Durability, Outcome, Policy, Spiller, Store};
+use spillway::{Compression, ContentId, Durability, Outcome, Policy, Render, Spiller, Store};
 
 /// A fresh store in a temp dir (kept alive by the returned guard).
 pub fn temp_store() -> (tempfile::TempDir, Store) {
@@ -33,6 +33,7 @@ pub fn policy(
         .head_percent(u64::from(head_percent))
         .compression(compression)
         .durability(Durability::Relaxed)
+        .render(Render::Raw)
         .build()
         .expect("valid policy")
 }

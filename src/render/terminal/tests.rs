@@ -19,8 +19,7 @@ impl Sink for Text {
     fn block(&mut self, text: &str, raw: u64, line: u64) {
         // One span a line, as the slow path gives.
         let mut raw = raw;
-        let mut line = line;
-        for l in text.split_inclusive('\n') {
+        for (line, l) in (line..).zip(text.split_inclusive('\n')) {
             let body = &l[..l.len() - 1];
             self.spans.push((
                 body.to_owned(),
@@ -33,7 +32,6 @@ impl Sink for Text {
                 },
             ));
             raw += l.len() as u64;
-            line += 1;
         }
         self.out.push_str(text);
     }
@@ -63,13 +61,19 @@ fn escapes_are_removed_and_text_kept() {
     );
     // DCS and APC strings go, and lone escapes.
     assert_eq!(render(b"a\x1bP1$r\x1b\\b\x1b_apc\x1b\\c\x1b=d\n"), "abcd\n");
-    assert_eq!(render(b"private \x1b[?25lmode\x1b[?25h\n"), "private mode\n");
+    assert_eq!(
+        render(b"private \x1b[?25lmode\x1b[?25h\n"),
+        "private mode\n"
+    );
 }
 
 #[test]
 fn carriage_returns_overwrite_the_line() {
     assert_eq!(render(b"10%\r50%\r100%\n"), "100%\n");
-    assert_eq!(render(b"Progress: [#   ] 1%\rProgress: [####] 100%\n"), "Progress: [####] 100%\n");
+    assert_eq!(
+        render(b"Progress: [#   ] 1%\rProgress: [####] 100%\n"),
+        "Progress: [####] 100%\n"
+    );
     // A shorter frame leaves the end of a longer one, as on a terminal...
     assert_eq!(render(b"abcdef\rxy\n"), "xycdef\n");
     // ...unless the line is erased first.
@@ -94,7 +98,8 @@ fn backspace_and_moves_within_the_line() {
 #[test]
 fn cursor_up_redraws_within_the_window() {
     // Two layers drawn, then redrawn in place, as docker pull does.
-    let input = b"layer1: waiting\nlayer2: waiting\n\x1b[2A\x1b[2Klayer1: done\n\x1b[2Klayer2: done\n";
+    let input =
+        b"layer1: waiting\nlayer2: waiting\n\x1b[2A\x1b[2Klayer1: done\n\x1b[2Klayer2: done\n";
     assert_eq!(render(input), "layer1: done\nlayer2: done\n");
     // ESC 7 / ESC 8 save and restore.
     let input = b"a\n\x1b7b\nc\n\x1b8\x1b[Kx\n";
@@ -114,7 +119,10 @@ fn a_move_past_the_window_keeps_the_lines_as_written() {
     input.extend_from_slice(format!("\x1b[{}Aredraw\n", WINDOW + 5).as_bytes());
     let out = render(&input);
     assert!(out.starts_with("line 0\nline 1\n"));
-    assert!(out.ends_with(&format!("line {}\ntail\nredraw\n", WINDOW + 9)), "{out}");
+    assert!(
+        out.ends_with(&format!("line {}\ntail\nredraw\n", WINDOW + 9)),
+        "{out}"
+    );
 }
 
 #[test]

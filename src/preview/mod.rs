@@ -29,6 +29,9 @@ use std::borrow::Cow;
 use crate::measure::count_lines;
 use crate::notice::{Cut, Facts, Kind, NoticeTemplates};
 
+mod rendered;
+pub(crate) use rendered::{build_rendered, Rendered};
+
 /// The longest escape sequence, in bytes. A sequence that has not ended by
 /// then is malformed and is taken to end there, so an unterminated OSC
 /// string cannot swallow the rest of the output, and a cut only needs to
