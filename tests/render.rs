@@ -1,0 +1,458 @@
+//! The terminal render: recorded programs, properties against the library's
+//! own whole-buffer render, salient lines and token budgets.
+
+mod support;
+
+use proptest::prelude::*;
+use spillway::{
+    Durability, Outcome, Policy, PolicyBuilder, Render, Selection, Spiller, Store, Tokenizer,
+};
+use support::{apply_chunked, temp_store};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/terminal");
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!("{FIXTURES}/{name}.out")).expect("fixture (record.py writes them)")
+}
+
+fn builder(bytes: usize) -> PolicyBuilder {
+    let mut b = Policy::builder();
+    b.max_inline_bytes(bytes as u64)
+        .durability(Durability::Relaxed)
+        .render(Render::Terminal);
+    b
+}
+
+fn spiller(b: &PolicyBuilder, store: &Store) -> Spiller {
+    Spiller::new(b.build().expect("policy"), store.clone()).expect("spiller")
+}
+
+fn no_escapes(o: &Outcome) {
+    assert!(!o.content.contains('\x1b'), "an ESC reached the content");
+    assert!(
+        !o.content
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t'),
+        "a control character reached the content"
+    );
+}
+
+/// The raw input is what the store holds, byte for byte.
+fn stored_exactly(o: &Outcome, store: &Store, input: &[u8]) {
+    let s = o.spill.as_ref().expect("stored");
+    assert_eq!(store.read(&s.id, &Selection::All).unwrap(), input);
+}
+
+fn count(hay: &str, needle: &str) -> usize {
+    hay.matches(needle).count()
+}
+
+/// Each fixture whole (inline) and squeezed to four lines (stored).
+fn both(name: &str) -> (Outcome, Outcome, Vec<u8>) {
+    let input = fixture(name);
+    let (_d, store) = temp_store();
+    let whole = spiller(&builder(64 << 10), &store).apply(&input).unwrap();
+    no_escapes(&whole);
+    assert!(
+        whole.rendered,
+        "{name}: a terminal recording renders differently"
+    );
+    // Fewer lines than it renders to, so that it is stored.
+    let lines = whole.content.lines().count() as u64;
+    let mut tight = builder(64 << 10);
+    tight.max_inline_lines(Some(lines.saturating_sub(1).clamp(1, 4)));
+    let squeezed = spiller(&tight, &store).apply(&input).unwrap();
+    no_escapes(&squeezed);
+    assert!(squeezed.spilled);
+    stored_exactly(&squeezed, &store, &input);
+    let [first, last] = squeezed.omitted_range.unwrap();
+    assert!(1 <= first && first <= last && last <= squeezed.total_lines);
+    (whole, squeezed, input)
+}
+
+#[test]
+fn cargo_build_keeps_the_error_and_drops_the_progress_bar() {
+    let (o, _, _) = both("cargo-build");
+    assert!(
+        o.content.contains("error[E0308]: mismatched types"),
+        "{}",
+        o.content
+    );
+    assert!(o.content.contains("error: could not compile `demo`"));
+    assert!(o.content.contains("Compiling demo v0.1.0"));
+    // The progress bar was erased each time before the next message.
+    assert_eq!(count(&o.content, "Building ["), 0, "{}", o.content);
+    assert!(!o.content.contains('\r'));
+}
+
+#[test]
+fn tqdm_ends_as_its_final_frame() {
+    let (o, _, _) = both("tqdm");
+    assert_eq!(count(&o.content, "work:"), 1, "{}", o.content);
+    assert!(o.content.contains("work: 100%"));
+    assert!(o.content.contains("200/200"));
+    assert!(!o.content.contains("16%"));
+    assert!(o.content.contains("finished"));
+}
+
+#[test]
+fn pip_install_reads_as_lines() {
+    let (o, _, _) = both("pip-install");
+    assert!(o.content.contains("Successfully installed tinypkg-1.0\n"));
+    assert_eq!(count(&o.content, "Processing"), 1);
+}
+
+#[test]
+fn npm_install_loses_its_spinner() {
+    let input = fixture("npm-install");
+    let (_d, store) = temp_store();
+    let o = spiller(&builder(64 << 10), &store).apply(&input).unwrap();
+    no_escapes(&o);
+    assert!(o.content.contains("added 1 package"));
+    assert!(!o.content.contains(['⠙', '⠹', '⠸', '⠼']), "{:?}", o.content);
+}
+
+#[test]
+fn git_clone_progress_appears_once_finished() {
+    let (o, squeezed, _) = both("git-clone");
+    for phase in [
+        "Counting objects",
+        "Compressing objects",
+        "Receiving objects",
+    ] {
+        if o.content.contains(phase) {
+            assert_eq!(count(&o.content, phase), 1, "{phase}: {}", o.content);
+            assert!(o.content.contains(&format!("{phase}: 100%")), "{phase}");
+        }
+    }
+    assert!(o.content.contains("Receiving objects: 100%"));
+    assert!(o.content.len() < 1024, "{}", o.content);
+    assert!(squeezed.content.lines().count() <= 4);
+}
+
+#[test]
+fn ls_color_keeps_the_names() {
+    let (o, _, _) = both("ls-color");
+    for name in ["run.sh", "subdir", "link -> notes.txt", "archive.tar.gz"] {
+        assert!(o.content.contains(name), "{name}");
+    }
+}
+
+#[test]
+fn pytest_keeps_the_failure() {
+    let (o, squeezed, _) = both("pytest");
+    assert!(o.content.contains("FAILED test_demo.py::test_broken"));
+    assert!(o.content.contains("collected 31 items"));
+    assert!(!o.content.contains("collecting ..."));
+    // Squeezed to four lines, the summary at the end still shows.
+    assert!(
+        squeezed.content.contains("1 failed, 30 passed"),
+        "{}",
+        squeezed.content
+    );
+}
+
+/// Raw mode passes the same recording through byte for byte.
+#[test]
+fn raw_render_is_the_input() {
+    let input = fixture("cargo-build");
+    let (_d, store) = temp_store();
+    let mut b = builder(64 << 10);
+    b.render(Render::Raw);
+    let o = spiller(&b, &store).apply(&input).unwrap();
+    assert_eq!(o.content.as_bytes(), &input[..]);
+    assert!(!o.rendered);
+}
+
+fn test_log(lines: usize, failed_at: &[usize]) -> Vec<u8> {
+    let mut out = String::new();
+    for i in 1..=lines {
+        if failed_at.contains(&i) {
+            out.push_str(&format!(
+                "tests/test_mod.py::test_case_{i} FAILED - AssertionError: {i} != 0\n"
+            ));
+        } else {
+            out.push_str(&format!("tests/test_mod.py::test_case_{i} PASSED\n"));
+        }
+    }
+    out.into_bytes()
+}
+
+#[test]
+fn one_failure_in_the_middle_of_100000_lines_is_kept_with_its_number() {
+    let input = test_log(100_000, &[50_000]);
+    let (_d, store) = temp_store();
+    let o = spiller(&builder(8 << 10), &store).apply(&input).unwrap();
+    assert!(o.content.len() <= 8 << 10);
+    assert_eq!(o.salient_lines, [50_000]);
+    assert!(
+        o.content
+            .contains("\n50000:tests/test_mod.py::test_case_50000 FAILED"),
+        "{}",
+        o.content
+    );
+    let [first, last] = o.omitted_range.unwrap();
+    assert!(first < 50_000 && 50_000 < last);
+    // The shown line is not counted as omitted.
+    assert_eq!(o.omitted_lines, last - first);
+    stored_exactly(&o, &store, &input);
+    // The notice's range reads back everything between head and tail.
+    let s = o.spill.unwrap();
+    let middle = store
+        .read(
+            &s.id,
+            &Selection::Lines(format!("{first}:{last}").parse().unwrap()),
+        )
+        .unwrap();
+    let text = String::from_utf8(middle).unwrap();
+    assert_eq!(text.lines().count() as u64, last - first + 1);
+    assert!(text.contains("test_case_50000 FAILED"));
+}
+
+#[test]
+fn many_matches_keep_the_first_and_the_last_within_the_share() {
+    let failing: Vec<usize> = (1..=10_000).map(|k| 5_000 + k * 9).collect();
+    let input = test_log(100_000, &failing);
+    let (_d, store) = temp_store();
+    let o = spiller(&builder(8 << 10), &store).apply(&input).unwrap();
+    let first = failing[0] as u64;
+    let last = *failing.last().unwrap() as u64;
+    assert!(o.salient_lines.contains(&first), "{:?}", o.salient_lines);
+    assert!(o.salient_lines.contains(&last), "{:?}", o.salient_lines);
+    assert!(o.salient_lines.windows(2).all(|w| w[0] < w[1]));
+    // The block (header and lines) stays within 20% of the budget.
+    let block: usize = o
+        .content
+        .lines()
+        .filter(|l| l.starts_with("[spillway: ") && l.contains("error patterns"))
+        .chain(o.content.lines().filter(|l| {
+            l.split_once(':')
+                .is_some_and(|(n, _)| n.parse::<u64>().is_ok_and(|n| o.salient_lines.contains(&n)))
+        }))
+        .map(|l| l.len() + 1)
+        .sum();
+    assert!(block <= (8 << 10) / 5, "{block}");
+    assert!(
+        o.content.contains("of 10000 omitted lines"),
+        "{}",
+        o.content
+    );
+}
+
+#[test]
+fn with_no_patterns_the_preview_is_the_head_and_tail_one() {
+    let input = test_log(100_000, &[50_000]);
+    let (_d, store) = temp_store();
+    let mut off = builder(8 << 10);
+    off.salient(Vec::<String>::new());
+    let without = spiller(&off, &store).apply(&input).unwrap();
+    let mut none_match = builder(8 << 10);
+    none_match.salient(["a pattern that matches nothing here"]);
+    let unmatched = spiller(&none_match, &store).apply(&input).unwrap();
+    assert!(without.salient_lines.is_empty());
+    assert!(!without.content.contains("50000:"));
+    assert_eq!(without.content, unmatched.content);
+    assert_eq!(without.omitted_range, unmatched.omitted_range);
+    assert_eq!(without.omitted_bytes, unmatched.omitted_bytes);
+    let [first, last] = without.omitted_range.unwrap();
+    assert_eq!(without.omitted_lines, last - first + 1);
+}
+
+// Generated terminal output.
+
+#[derive(Clone, Debug)]
+enum Frag {
+    Plain,
+    Colour,
+    Frames(u8),
+    Erase,
+    Error,
+    Repeat(u8),
+    Unicode,
+    Long(u16),
+    Up,
+    Backspace,
+    Crlf,
+    Bad,
+}
+
+fn frag() -> impl Strategy<Value = Frag> {
+    prop_oneof![
+        4 => Just(Frag::Plain),
+        2 => Just(Frag::Colour),
+        2 => (1u8..20).prop_map(Frag::Frames),
+        1 => Just(Frag::Erase),
+        1 => Just(Frag::Error),
+        1 => (2u8..40).prop_map(Frag::Repeat),
+        1 => Just(Frag::Unicode),
+        1 => (100u16..3000).prop_map(Frag::Long),
+        1 => Just(Frag::Up),
+        1 => Just(Frag::Backspace),
+        1 => Just(Frag::Crlf),
+        1 => Just(Frag::Bad),
+    ]
+}
+
+/// Renders fragments; with `unique`, no two lines are alike and no move
+/// leaves the line (so rendering is line by line).
+fn build(frags: &[Frag], unique: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (i, f) in frags.iter().enumerate() {
+        let line = match f {
+            Frag::Plain => format!("plain line {i}\n"),
+            Frag::Colour => format!("\x1b[1;32m   Compiling\x1b[0m crate-{i} v0.1.0\n"),
+            Frag::Frames(n) => {
+                let mut s = String::new();
+                for k in 0..*n {
+                    s.push_str(&format!("\rdownloading {i}: {k}%"));
+                }
+                s.push_str(&format!("\r\x1b[Kdownloaded {i}\n"));
+                s
+            }
+            Frag::Erase => format!("old text {i}\r\x1b[2Knew text {i}\n"),
+            Frag::Error => format!("error[E0308]: mismatched types {i}\n"),
+            Frag::Repeat(n) if !unique => "waiting for the lock\n".repeat(usize::from(*n)),
+            Frag::Repeat(n) => format!("repeat {i} {n}\n"),
+            Frag::Unicode => {
+                format!("ünïcödé {i} 😀 \x1b]8;;http://x/{i}\x1b\\link\x1b]8;;\x1b\\\n")
+            }
+            Frag::Long(n) => format!("{}{i}\n", "x".repeat(usize::from(*n))),
+            Frag::Up if !unique => format!("a{i}\nb{i}\n\x1b[2A\x1b[Kc{i}\n\x1b[Kd{i}\n"),
+            Frag::Up => format!("up {i}\n"),
+            Frag::Backspace => format!("abc{i}\x08\x08XY\n"),
+            Frag::Crlf => format!("windows line {i}\r\n"),
+            Frag::Bad if !unique => format!("bad \u{FFFD}{i}\n").replace('\u{FFFD}', "\u{1}"),
+            Frag::Bad => format!("tab\tline {i}\n"),
+        };
+        out.extend_from_slice(line.as_bytes());
+    }
+    if !unique {
+        out.extend_from_slice(b"\xff\xfe unfinished");
+    }
+    out
+}
+
+fn chunks() -> impl Strategy<Value = Vec<usize>> {
+    prop::collection::vec(1usize..5000, 1..6)
+}
+
+/// The whole rendered text, from the library itself with room for it all.
+fn rendered_whole(input: &[u8], store: &Store) -> String {
+    let mut b = builder(64 << 20);
+    b.salient(Vec::<String>::new());
+    let o = spiller(&b, store).apply(input).unwrap();
+    assert!(!o.spilled);
+    o.content
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn rendering_is_the_same_for_every_chunking_and_within_the_budget(
+        frags in prop::collection::vec(frag(), 1..200),
+        budget in 0usize..6000,
+        lines in prop::option::of(8u64..60),
+        sizes in chunks(),
+    ) {
+        let input = build(&frags, false);
+        let (_d, store) = temp_store();
+        let min = support::min_budget(&store);
+        let mut b = builder(min + budget);
+        b.max_inline_lines(lines);
+        let sp = spiller(&b, &store);
+        let one = sp.apply(&input).unwrap();
+        let mut chunked = apply_chunked(&sp, &input, &sizes);
+        // The second write is a dedup hit; all else is the same.
+        if let (Some(a), Some(b)) = (one.spill.as_ref(), chunked.spill.as_mut()) {
+            prop_assert!(b.dedup);
+            b.dedup = a.dedup;
+        }
+        prop_assert_eq!(&one, &chunked);
+        no_escapes(&one);
+        prop_assert!(one.content.len() <= min + budget);
+        if let Some(l) = lines {
+            prop_assert!(one.content.lines().count() as u64 <= l);
+        }
+        prop_assert_eq!(one.total_bytes, input.len() as u64);
+        if one.spill.is_some() {
+            stored_exactly(&one, &store, &input);
+        }
+    }
+
+    #[test]
+    fn head_and_tail_are_the_rendered_text_and_ranges_are_exact(
+        frags in prop::collection::vec(frag(), 1..300),
+        budget in 0usize..4000,
+        salient in any::<bool>(),
+    ) {
+        let input = build(&frags, true);
+        let (_d, store) = temp_store();
+        let whole = rendered_whole(&input, &store);
+        let min = support::min_budget(&store);
+        let mut b = builder(min + budget);
+        if !salient {
+            b.salient(Vec::<String>::new());
+        }
+        let o = spiller(&b, &store).apply(&input).unwrap();
+        if !o.spilled {
+            prop_assert_eq!(&o.content, &whole);
+            return Ok(());
+        }
+        let head = &o.content[..o.head_bytes];
+        let tail = &o.content[o.content.len() - o.tail_bytes..];
+        prop_assert!(whole.starts_with(head));
+        prop_assert!(whole.ends_with(tail));
+        let [first, last] = o.omitted_range.unwrap();
+        prop_assert!(first >= 1 && first <= last && last <= o.total_lines);
+        // Lines are rendered one by one here: the raw lines before the
+        // range render to the head, those after it to the tail.
+        let raw_lines: Vec<&[u8]> = input.split_inclusive(|&b| b == b'\n').collect();
+        let before: Vec<u8> = raw_lines[..first as usize - 1].concat();
+        let after: Vec<u8> = raw_lines[last as usize..].concat();
+        if head.ends_with('\n') || head.is_empty() {
+            prop_assert_eq!(rendered_whole(&before, &store), head);
+        }
+        let tail_whole = tail.is_empty() || whole.len() == tail.len()
+            || whole.as_bytes()[whole.len() - tail.len() - 1] == b'\n';
+        if tail_whole {
+            prop_assert_eq!(rendered_whole(&after, &store), tail);
+        }
+        for n in &o.salient_lines {
+            prop_assert!(first < *n && *n < last);
+            let text = String::from_utf8_lossy(raw_lines[*n as usize - 1]);
+            prop_assert!(text.contains("error[E0308]"));
+        }
+    }
+
+    #[test]
+    fn a_token_budget_holds_for_every_input(
+        frags in prop::collection::vec(frag(), 1..200),
+        extra in 0u64..3000,
+        which in 0usize..3,
+        raw in any::<bool>(),
+    ) {
+        let tokenizer = [Tokenizer::O200k, Tokenizer::Cl100k, Tokenizer::Approx][which];
+        let input = build(&frags, false);
+        let (_d, store) = temp_store();
+        let mut b = builder(32 << 10);
+        b.tokenizer(tokenizer);
+        if raw {
+            b.render(Render::Raw);
+        }
+        // The smallest budget the policy takes, and more.
+        b.max_inline_tokens(Some(1));
+        let needed = match b.build() {
+            Err(spillway::PolicyError::TokensTooSmall { needed, .. }) => needed,
+            other => panic!("{other:?}"),
+        };
+        let max = needed + extra;
+        b.max_inline_tokens(Some(max));
+        let o = spiller(&b, &store).apply(&input).unwrap();
+        let n = tokenizer.count(&o.content) as u64;
+        prop_assert!(n <= max, "{} tokens > {}", n, max);
+        prop_assert_eq!(o.content_tokens, Some(n));
+        prop_assert_eq!(o.tokenizer, Some(tokenizer));
+        prop_assert!(o.content.len() <= 32 << 10);
+    }
+}
