@@ -54,12 +54,18 @@ impl fmt::Debug for SalientPatterns {
 }
 
 impl Default for SalientPatterns {
+    /// The built-in patterns, compiled once a process.
     fn default() -> Self {
-        match SalientPatterns::new(DEFAULT_SALIENT.iter().copied()) {
-            Ok(p) => p,
-            // The built-in patterns are constants covered by tests.
-            Err(e) => panic!("built-in salient patterns: {e}"),
-        }
+        static BUILT_IN: std::sync::OnceLock<SalientPatterns> = std::sync::OnceLock::new();
+        BUILT_IN
+            .get_or_init(
+                || match SalientPatterns::new(DEFAULT_SALIENT.iter().copied()) {
+                    Ok(p) => p,
+                    // The built-in patterns are constants covered by tests.
+                    Err(e) => panic!("built-in salient patterns: {e}"),
+                },
+            )
+            .clone()
     }
 }
 

@@ -819,6 +819,12 @@ fn conclude(
 }
 
 impl Outcome {
+    /// Whether the content is the input unchanged: nothing omitted, nothing
+    /// rendered differently.
+    pub fn is_verbatim(&self) -> bool {
+        !self.spilled && !self.rendered
+    }
+
     /// Whether the store was asked to keep the output and could not.
     pub fn store_failed(&self) -> bool {
         self.store_error.is_some()

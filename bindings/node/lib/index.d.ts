@@ -24,6 +24,16 @@ export interface PolicyOptions {
   durability?: 'durable' | 'relaxed'
   /** `'text'` (head, notice, tail; default), `'json'` (a JSON document's preview stays JSON of the same shape, with markers), or `'auto'` (JSON when the input is one JSON document). */
   format?: 'text' | 'json' | 'auto'
+  /** `'terminal'` (default: what a terminal would show, escapes removed, progress bars as their last frame, repeats folded, error lines of an omitted middle kept) or `'raw'` (the bytes as they are). The stored object is always the raw bytes. */
+  render?: 'terminal' | 'raw'
+  /** Regular expressions (Rust syntax) of the lines an omitted middle keeps between head and tail; `[]` for none. Default: built-in error patterns. */
+  salient?: string[]
+  /** The most of the budget salient lines take, in percent. Default 20. */
+  salientPercent?: number
+  /** An optional cap in tokens, notice included, counted with `tokenizer`. */
+  maxInlineTokens?: number
+  /** `'o200k'` (default), `'cl100k'` (vocabularies built in) or `'approx'` (4 bytes a token). */
+  tokenizer?: 'o200k' | 'cl100k' | 'approx'
   /** Notice templates (see the project's README); `pointer` is the read hint in a JSON preview's markers. */
   notice?: Partial<Record<'omitted' | 'binary' | 'lossy' | 'stored' | 'unsaved' | 'pointer', string>>
 }
@@ -64,6 +74,14 @@ export interface Outcome {
   format: 'text' | 'json'
   /** With `format: 'json'` in the policy: why the input got the text preview instead. */
   jsonError?: string
+  /** Whether the terminal render changed the text (escapes, frames, folded repeats). */
+  rendered: boolean
+  /** The raw line numbers of the salient lines shown between head and notice. */
+  salientLines: number[]
+  /** The content's length in tokens, with a token budget. */
+  contentTokens?: number
+  /** The tokenizer `contentTokens` was counted with. */
+  tokenizer?: 'o200k' | 'cl100k' | 'approx'
 }
 
 /** An error from spillway, with a stable code (`ERR_SPILLWAY_BUDGET_TOO_SMALL`, `ERR_SPILLWAY_STORE`, ...). */

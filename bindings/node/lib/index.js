@@ -26,6 +26,11 @@ const POLICY_KEYS = {
   onStoreError: 'on_store_error',
   durability: 'durability',
   format: 'format',
+  render: 'render',
+  salient: 'salient',
+  salientPercent: 'salient_percent',
+  maxInlineTokens: 'max_inline_tokens',
+  tokenizer: 'tokenizer',
   notice: 'notice',
 }
 const SIZE_KEYS = new Set(['maxInlineBytes', 'maxSpillBytes'])
@@ -45,8 +50,12 @@ function policyConfig(options) {
         if (!NOTICE_KEYS.has(k)) throw invalid(`unknown notice template \`${k}\` (known: ${[...NOTICE_KEYS].join(', ')})`)
         if (typeof v !== 'string') throw invalid(`notice.${k} must be a string`)
       }
-    } else if (['compression', 'onStoreError', 'durability', 'format'].includes(key)) {
+    } else if (['compression', 'onStoreError', 'durability', 'format', 'render', 'tokenizer'].includes(key)) {
       if (typeof value !== 'string') throw invalid(`${key} must be a string`)
+    } else if (key === 'salient') {
+      if (!Array.isArray(value) || !value.every((p) => typeof p === 'string')) {
+        throw invalid('salient must be an array of regular expressions (strings)')
+      }
     } else if (!(SIZE_KEYS.has(key) && typeof value === 'string') && !(Number.isSafeInteger(value) && value >= 0)) {
       throw invalid(`${key} must be a whole number 0 or more${SIZE_KEYS.has(key) ? " or a size such as '32KiB'" : ''}, got ${String(value)}`)
     }

@@ -71,6 +71,14 @@ pub struct JsOutcome {
     pub format: String,
     /// With `format: 'json'` in the policy: why the text preview was used.
     pub json_error: Option<String>,
+    /// Whether the terminal render changed the text.
+    pub rendered: bool,
+    /// Raw line numbers of the salient lines shown.
+    pub salient_lines: Vec<f64>,
+    /// The content's length in tokens, with a token budget.
+    pub content_tokens: Option<f64>,
+    /// The tokenizer those tokens were counted with.
+    pub tokenizer: Option<String>,
 }
 
 impl From<spillway::Outcome> for JsOutcome {
@@ -91,6 +99,10 @@ impl From<spillway::Outcome> for JsOutcome {
             store_error_kind: o.store_error_kind.map(|k| k.name().to_string()),
             format: o.format.name().to_string(),
             json_error: o.json_error,
+            rendered: o.rendered,
+            salient_lines: o.salient_lines.iter().map(|&n| n as f64).collect(),
+            content_tokens: o.content_tokens.map(|n| n as f64),
+            tokenizer: o.tokenizer.map(|t| t.name().to_string()),
             content: o.content,
         }
     }

@@ -272,6 +272,44 @@ pub struct PolicyArgs {
     /// (JSON when the input is one JSON document). Default: text.
     #[arg(long, value_enum)]
     pub format: Option<FormatArg>,
+    /// What the printed text is made of: `terminal` (what a terminal would
+    /// show: escape sequences removed, progress bars as their final frame,
+    /// exact repeats folded, error lines of an omitted middle kept) or `raw`
+    /// (the bytes as they are). The stored object is always the raw bytes.
+    /// Default: terminal.
+    #[arg(long, value_enum)]
+    pub render: Option<RenderArg>,
+    /// A regular expression of the lines an omitted middle keeps between
+    /// head and tail (repeat for more; replaces the built-in error patterns).
+    #[arg(long, value_name = "REGEX", conflicts_with = "no_salient")]
+    pub salient: Vec<String>,
+    /// Keep no salient lines.
+    #[arg(long)]
+    pub no_salient: bool,
+    /// The most of the budget salient lines take, in percent. Default: 20.
+    #[arg(long, value_name = "PERCENT")]
+    pub salient_percent: Option<u64>,
+    /// Cap on the printed text in tokens, notice included, counted with
+    /// `--tokenizer`. Default: none.
+    #[arg(long, value_name = "N")]
+    pub max_inline_tokens: Option<u64>,
+    /// How tokens are counted: `o200k`, `cl100k` (vocabularies built in) or
+    /// `approx` (4 bytes a token). Default: o200k.
+    #[arg(long, value_enum)]
+    pub tokenizer: Option<TokenizerArg>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum RenderArg {
+    Terminal,
+    Raw,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum TokenizerArg {
+    O200k,
+    Cl100k,
+    Approx,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -307,6 +345,22 @@ impl PolicyArgs {
                 FormatArg::Text => spillway::Format::Text,
                 FormatArg::Json => spillway::Format::Json,
                 FormatArg::Auto => spillway::Format::Auto,
+            }),
+            render: self.render.map(|r| match r {
+                RenderArg::Terminal => spillway::Render::Terminal,
+                RenderArg::Raw => spillway::Render::Raw,
+            }),
+            salient: if self.no_salient {
+                Some(Vec::new())
+            } else {
+                (!self.salient.is_empty()).then(|| self.salient.clone())
+            },
+            salient_percent: self.salient_percent,
+            max_inline_tokens: self.max_inline_tokens,
+            tokenizer: self.tokenizer.map(|t| match t {
+                TokenizerArg::O200k => spillway::Tokenizer::O200k,
+                TokenizerArg::Cl100k => spillway::Tokenizer::Cl100k,
+                TokenizerArg::Approx => spillway::Tokenizer::Approx,
             }),
             notice: None,
         }

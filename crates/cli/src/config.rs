@@ -41,7 +41,7 @@ struct FileConfig {
 }
 
 /// The policy fields and the environment variable for each.
-const ENV_FIELDS: [(&str, &str); 9] = [
+const ENV_FIELDS: [(&str, &str); 14] = [
     ("SPILLWAY_MAX_INLINE_BYTES", "max_inline_bytes"),
     ("SPILLWAY_MAX_INLINE_LINES", "max_inline_lines"),
     ("SPILLWAY_HEAD_PERCENT", "head_percent"),
@@ -51,6 +51,11 @@ const ENV_FIELDS: [(&str, &str); 9] = [
     ("SPILLWAY_ON_STORE_ERROR", "on_store_error"),
     ("SPILLWAY_DURABILITY", "durability"),
     ("SPILLWAY_FORMAT", "format"),
+    ("SPILLWAY_RENDER", "render"),
+    ("SPILLWAY_SALIENT", "salient"),
+    ("SPILLWAY_SALIENT_PERCENT", "salient_percent"),
+    ("SPILLWAY_MAX_INLINE_TOKENS", "max_inline_tokens"),
+    ("SPILLWAY_TOKENIZER", "tokenizer"),
 ];
 
 /// The effective configuration.
@@ -125,9 +130,19 @@ fn env_layer() -> Result<(PolicyConfig, Vec<(String, String)>)> {
         let raw = raw
             .into_string()
             .map_err(|_| anyhow!("{var}: not valid UTF-8"))?;
-        let value = match raw.trim().parse::<i64>() {
-            Ok(n) => Value::from(n),
-            Err(_) => Value::from(raw.trim()),
+        let value = if field == "salient" {
+            // One pattern a line; empty for none.
+            Value::from(
+                raw.lines()
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>(),
+            )
+        } else {
+            match raw.trim().parse::<i64>() {
+                Ok(n) => Value::from(n),
+                Err(_) => Value::from(raw.trim()),
+            }
         };
         let mut obj = Map::new();
         obj.insert(field.to_string(), value);

@@ -94,7 +94,14 @@ fn apply_json_obeys_every_rule_and_show_returns_the_exact_input() {
     for (name, input) in corpus(budget) {
         let out = spillway(
             &store,
-            &["apply", "--json", "--max-inline-bytes", "4KiB"],
+            &[
+                "apply",
+                "--json",
+                "--max-inline-bytes",
+                "4KiB",
+                "--render",
+                "raw",
+            ],
             &input,
         );
         let v = json(&out);

@@ -256,7 +256,10 @@ fn gc_keeps_objects_a_log_names_by_path_or_by_short_id() {
     };
     let by_path = json(&with_config(
         &["apply", "--json"],
-        "by path\n".repeat(9000).as_bytes(),
+        (0..9000)
+            .map(|i| format!("by path {i}\n"))
+            .collect::<String>()
+            .as_bytes(),
     ));
     let path = by_path["spill"]["path"].as_str().unwrap().to_owned();
     assert!(by_path["content"].as_str().unwrap().contains(&path));

@@ -487,6 +487,9 @@ impl Registry {
         values
             .max_inline_bytes(spillway::policy::MAX_INLINE_BYTES_LIMIT as u64)
             .max_inline_lines(None)
+            .max_inline_tokens(None)
+            // A program computes on the bytes a tool wrote.
+            .render(spillway::Render::Raw)
             .templates(spiller.policy().templates().clone());
         let values = values.build()?;
         let values = Spiller::new(values, spiller.store().clone())?;
@@ -622,7 +625,7 @@ impl Registry {
                 if let Some(text) = joined_text(&content) {
                     let o = finish_bounded(self.spiller_for(&call.tool).apply(text.as_bytes()));
                     meta.total_bytes = Some(o.0.total_bytes);
-                    if o.0.spilled {
+                    if !o.0.is_verbatim() {
                         content = replace_text(content, o.0.content);
                     }
                     meta.spills.extend(o.0.spill.map(|s| s.id));

@@ -118,6 +118,14 @@ impl Tool for Echo {
 }
 
 /// Returns `args.bytes` bytes of text (a `read`-like tool when named so).
+/// `count` distinct lines of `width` bytes each (`\n` included), so that
+/// no two lines fold together.
+fn lines(width: usize, count: usize) -> String {
+    (0..count)
+        .map(|i| format!("{i:0w$}\n", w = width - 1))
+        .collect()
+}
+
 struct Big(&'static str, Arc<AtomicUsize>);
 impl Tool for Big {
     fn name(&self) -> &str {
@@ -132,8 +140,7 @@ impl Tool for Big {
         let seed = args["seed"]
             .as_u64()
             .map_or(String::new(), |s| format!("seed {s}\n"));
-        let text: String =
-            (seed + &"0123456789abcdef\n".repeat(n / 17 + 1))[..n.max(1)].to_string();
+        let text: String = (seed + &lines(17, n / 17 + 1))[..n.max(1)].to_string();
         if args["fail"].as_bool() == Some(true) {
             return Err(ToolError::Failed(text));
         }
@@ -149,7 +156,7 @@ impl Tool for Picture {
     }
     fn execute(&self, _cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
         let caption = match args["caption_bytes"].as_u64() {
-            Some(n) => "caption line\n".repeat(n as usize / 13 + 1)[..n as usize].to_string(),
+            Some(n) => lines(13, n as usize / 13 + 1)[..n as usize].to_string(),
             None => "a chart:".into(),
         };
         Ok(Rendered::Blocks(vec![

@@ -209,6 +209,11 @@ class Spiller:
         on_store_error: Optional[str] = None,
         durability: Optional[str] = None,
         format: Optional[str] = None,
+        render: Optional[str] = None,
+        salient: Optional[Sequence[str]] = None,
+        salient_percent: Optional[int] = None,
+        max_inline_tokens: Optional[int] = None,
+        tokenizer: Optional[str] = None,
         notice: Optional[Mapping[str, str]] = None,
     ) -> None:
         config: Dict[str, Any] = {}
@@ -222,9 +227,17 @@ class Spiller:
             ("on_store_error", on_store_error),
             ("durability", durability),
             ("format", format),
+            ("render", render),
+            ("salient_percent", salient_percent),
+            ("max_inline_tokens", max_inline_tokens),
+            ("tokenizer", tokenizer),
         ):
             if value is not None:
                 config[key] = value
+        if salient is not None:
+            if isinstance(salient, (str, bytes)):
+                raise TypeError("salient must be a sequence of regular expressions, not one string")
+            config["salient"] = list(salient)
         if notice is not None:
             config["notice"] = dict(notice)
         if isinstance(store, Store):

@@ -85,6 +85,16 @@ class Outcome:
     json_error: Optional[str] = None
     """With ``format="json"`` in the policy: why the input got the text
     preview instead."""
+    rendered: bool = False
+    """Whether the terminal render changed the text (escapes removed,
+    progress frames dropped, repeats folded)."""
+    salient_lines: Tuple[int, ...] = ()
+    """The raw line numbers of the salient lines shown between the head and
+    the notice."""
+    content_tokens: Optional[int] = None
+    """The content's length in tokens, when the policy has a token budget."""
+    tokenizer: Optional[str] = None
+    """The tokenizer ``content_tokens`` was counted with."""
 
     def __str__(self) -> str:
         return self.content
@@ -96,6 +106,7 @@ class Outcome:
             d["omitted_range"] = list(self.omitted_range)
         if self.spill is not None:
             d["spill"] = self.spill.to_dict()
+        d["salient_lines"] = list(self.salient_lines)
         return d
 
     @classmethod
@@ -105,6 +116,7 @@ class Outcome:
             d["omitted_range"] = tuple(d["omitted_range"])
         if d.get("spill") is not None:
             d["spill"] = StoredObject._from_dict(d["spill"])
+        d["salient_lines"] = tuple(d.get("salient_lines", ()))
         return cls(**d)
 
 
