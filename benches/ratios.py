@@ -26,6 +26,9 @@ PAIRS = [
     ("stage-dedup-hit", "blake3", {}, None),
     ("run_code-render-into-stage", "apply-rendered", {}, None),
     ("json-preview", "text-preview", {67108864: 3.0}, ["json_records", "json_articles"]),
+    ("stage-terminal", "stage-raw-render", {67108864: 1.15}, ["terminal_plain"]),
+    ("stage-terminal", "stage-raw-render", {67108864: 2.0}, ["terminal_coloured"]),
+    ("stage-terminal-tokens", "stage-terminal", {67108864: 1.05}, None),
 ]
 
 

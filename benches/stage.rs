@@ -11,6 +11,11 @@
 //! * `render`: the run_code renderer streaming into the stage; baseline
 //!   `apply-rendered` (the same text, already rendered).
 //!
+//! * `terminal/<input>`: the terminal render beside the raw one on the
+//!   same spill (`stage-terminal` over `stage-raw-render`), and a token
+//!   budget beside none (`stage-terminal-tokens` over `stage-terminal`), on
+//!   plain text and on heavily coloured build output.
+//!
 //! `python3 benches/ratios.py` prints each case over its baseline.
 //!
 //! Set `SPILLWAY_BENCH_SIZES` (e.g. `1MiB,64MiB`) to run fewer sizes.
@@ -21,7 +26,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use spillway::{Compression, ContentId, Durability, LineRange, Policy, Selection, Spiller, Store};
+use spillway::{
+    Compression, ContentId, Durability, LineRange, Policy, Render, Selection, Spiller, Store,
+};
 
 #[path = "../tests/support/gen.rs"]
 mod gen;
@@ -65,13 +72,125 @@ fn spiller(
     compression: Compression,
     durability: Durability,
 ) -> Spiller {
+    // The store path's cases measure the raw render (the terminal group
+    // measures the render itself).
     let policy = Policy::builder()
         .max_inline_bytes(inline as u64)
         .compression(compression)
         .durability(durability)
+        .render(Render::Raw)
         .build()
         .unwrap();
     Spiller::new(policy, store.clone()).unwrap()
+}
+
+/// Plain build and test log text: no escape, `\r` or backspace.
+fn plain_log(len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 128);
+    let mut i = 0u64;
+    while out.len() < len {
+        i += 1;
+        let line = match i % 5 {
+            0 => format!("test module_{i}::case_{} ... ok\n", i % 997),
+            1 => format!("   Compiling crate-{i} v0.{}.0 (/src/crate-{i})\n", i % 50),
+            2 => format!(
+                "warning: unused variable `x{i}` --> src/lib.rs:{}:9\n",
+                i % 400
+            ),
+            3 => format!(
+                "2026-12-03T10:{:02}:{:02}Z INFO request {i} served in {} ms\n",
+                i % 60,
+                i % 59,
+                i % 300
+            ),
+            _ => format!(
+                "    Finished step {i} of the build in {}.{}s\n",
+                i % 9,
+                i % 10
+            ),
+        };
+        out.extend_from_slice(line.as_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// Heavily coloured build output: every line has SGR sequences, as cargo
+/// and pytest print to a terminal.
+fn coloured_log(len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 128);
+    let mut i = 0u64;
+    while out.len() < len {
+        i += 1;
+        let line = match i % 4 {
+            0 => format!(
+                "\x1b[1m\x1b[92m   Compiling\x1b[0m crate-{i} v0.{}.0\n",
+                i % 50
+            ),
+            1 => format!("\x1b[1m\x1b[33mwarning\x1b[0m\x1b[1m: unused variable `x{i}`\x1b[0m\n"),
+            2 => format!("  \x1b[1m\x1b[94m-->\x1b[0m src/lib.rs:{}:9\n", i % 400),
+            _ => format!(
+                "test_mod.py::test_{i} \x1b[32mPASSED\x1b[0m\x1b[32m [{:>3}%]\x1b[0m\n",
+                i % 100
+            ),
+        };
+        out.extend_from_slice(line.as_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+fn terminal(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store")).unwrap();
+    let budget = 32 * KIB;
+    let make = |render: Render, tokens: Option<u64>| {
+        let policy = Policy::builder()
+            .max_inline_bytes(budget as u64)
+            .compression(Compression::None)
+            .durability(Durability::Relaxed)
+            .render(render)
+            .max_inline_tokens(tokens)
+            .build()
+            .unwrap();
+        Spiller::new(policy, store.clone()).unwrap()
+    };
+    let raw = make(Render::Raw, None);
+    let term = make(Render::Terminal, None);
+    // About the default budget's worth of tokens: the shrink loop runs.
+    let tokens = make(Render::Terminal, Some(6000));
+    // Load the vocabulary outside the timed region.
+    tokens.apply(&plain_log(64 * KIB)).unwrap();
+    for len in sizes() {
+        if len <= budget {
+            continue;
+        }
+        let measure = measurement(len);
+        for (kind, input) in [("plain", plain_log(len)), ("coloured", coloured_log(len))] {
+            let mut g = c.benchmark_group(format!("terminal/{kind}"));
+            g.throughput(Throughput::Bytes(len as u64));
+            g.measurement_time(measure)
+                .sample_size(if len >= 16 * MIB { 10 } else { 30 });
+            let cases: [(&str, &Spiller); 3] = [
+                ("stage-raw-render", &raw),
+                ("stage-terminal", &term),
+                ("stage-terminal-tokens", &tokens),
+            ];
+            for (name, sp) in cases {
+                let mut owned = input.clone();
+                g.bench_function(BenchmarkId::new(name, len), |b| {
+                    b.iter_custom(|iters| {
+                        fresh(iters, &mut owned, &store, |i| {
+                            let o = sp.apply(i).unwrap();
+                            assert!(o.spilled);
+                            black_box(o);
+                        })
+                    })
+                });
+            }
+            g.finish();
+        }
+    }
 }
 
 /// Times `f` on a fresh variant of `input` per iteration (so nothing is a
@@ -410,6 +529,7 @@ fn json(c: &mut Criterion) {
             .max_inline_bytes(budget as u64)
             .durability(Durability::Relaxed)
             .format(format)
+            .render(Render::Raw)
             .build()
             .unwrap();
         Spiller::new(policy, store.clone()).unwrap()
@@ -449,5 +569,5 @@ fn json(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, inline, spill, read, render, json);
+criterion_group!(benches, inline, spill, read, render, json, terminal);
 criterion_main!(benches);

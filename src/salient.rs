@@ -36,7 +36,7 @@ pub(crate) const MAX_SALIENT_LINE: usize = 512;
 #[derive(Clone)]
 pub struct SalientPatterns {
     patterns: Arc<[String]>,
-    regex: Option<regex::Regex>,
+    regex: Option<(regex::Regex, regex::bytes::Regex)>,
 }
 
 impl PartialEq for SalientPatterns {
@@ -117,10 +117,14 @@ impl SalientPatterns {
         } else {
             let joined: Vec<String> = patterns.iter().map(|p| format!("(?:{p})")).collect();
             let all = format!("(?m:{})", joined.join("|"));
-            Some(regex::Regex::new(&all).map_err(|e| SalientError {
+            let err = |e: regex::Error| SalientError {
                 pattern: all.clone(),
                 error: e.to_string(),
-            })?)
+            };
+            Some((
+                regex::Regex::new(&all).map_err(err)?,
+                regex::bytes::Regex::new(&all).map_err(err)?,
+            ))
         };
         Ok(SalientPatterns {
             patterns: patterns.into(),
@@ -157,7 +161,9 @@ impl SalientPatterns {
     }
 
     pub(crate) fn matcher(&self) -> Option<Matcher> {
-        self.regex.clone().map(|regex| Matcher { regex })
+        self.regex
+            .clone()
+            .map(|(regex, bytes)| Matcher { regex, bytes })
     }
 }
 
@@ -165,6 +171,9 @@ impl SalientPatterns {
 #[derive(Clone, Debug)]
 pub(crate) struct Matcher {
     regex: regex::Regex,
+    /// The same patterns over raw bytes (the omitted middle is matched
+    /// as it streams, before it is rendered).
+    bytes: regex::bytes::Regex,
 }
 
 impl Matcher {
@@ -182,6 +191,33 @@ impl Matcher {
             pos = end + 1;
             Some(start..end)
         })
+    }
+}
+
+impl Matcher {
+    /// The ranges of the lines of raw `text` that match (without their
+    /// `\n`).
+    pub(crate) fn raw_lines<'a>(
+        &'a self,
+        text: &'a [u8],
+    ) -> impl Iterator<Item = Range<usize>> + 'a {
+        let mut pos = 0;
+        std::iter::from_fn(move || {
+            if pos > text.len() {
+                return None;
+            }
+            let m = self.bytes.find_at(text, pos)?;
+            let start = memchr::memrchr(b'\n', &text[..m.start()]).map_or(0, |i| i + 1);
+            let end =
+                memchr::memchr(b'\n', &text[m.start()..]).map_or(text.len(), |i| m.start() + i);
+            pos = end + 1;
+            Some(start..end)
+        })
+    }
+
+    /// Whether one raw line matches.
+    pub(crate) fn raw_is_match(&self, line: &[u8]) -> bool {
+        self.bytes.is_match(line)
     }
 }
 

@@ -438,9 +438,13 @@ impl Stage {
         let terminal = policy.render() == Render::Terminal;
         let mut sp = Spilling {
             measure: Measure::new(),
-            // The rendered preview keeps its own tail; this one then only
-            // answers `last_byte`.
-            tail: TailRing::new(if terminal { 1 } else { cap + TAIL_CONTEXT }),
+            // The terminal render's tail is rendered from the last raw
+            // bytes, at the end.
+            tail: TailRing::new(if terminal {
+                render::raw_window(cap)
+            } else {
+                cap + TAIL_CONTEXT
+            }),
             sink: self.spiller.store.writer(policy.write_options()),
             stored: 0,
             max_stored: policy.max_spill_bytes(),
@@ -484,12 +488,12 @@ impl Stage {
                 let head = if binary {
                     head
                 } else if terminal && !json_doc {
-                    let (parts, changed) = render::render_all(
+                    let parts = render::render_all(
                         &head,
                         policy.max_inline_bytes(),
                         policy.salient().matcher(),
                     );
-                    let changed = changed || !valid;
+                    let changed = parts.changed() || !valid;
                     if parts.whole {
                         if let Some(tokens) = fits(policy, &parts.head.text) {
                             let mut o = inline(parts.head.text, lines, head.len() as u64);
@@ -539,11 +543,12 @@ impl Stage {
                     valid_utf8: sp.measure.valid_utf8(),
                     binary: sp.measure.has_nul(),
                 };
-                let rendered = sp.render.map(|r| {
-                    let (parts, changed) = r.finish();
-                    (parts, changed || !facts.valid_utf8)
-                });
                 let tail = sp.tail.into_vec();
+                let rendered = sp.render.map(|r| {
+                    let parts = r.finish(&tail, facts.total_newlines);
+                    let changed = parts.changed() || !facts.valid_utf8;
+                    (parts, changed)
+                });
                 conclude(policy, &facts, &head, &tail, stored, sp.json, rendered)
             }
         }

@@ -50,7 +50,9 @@ fn block_len(c: &Candidate) -> usize {
 }
 
 fn header(shown: usize, matched: u64) -> String {
-    if shown as u64 == matched {
+    if shown as u64 == matched && matched == 1 {
+        "[spillway: 1 omitted line matches error patterns, shown as LINE:TEXT]\n".to_owned()
+    } else if shown as u64 == matched {
         format!("[spillway: {matched} omitted lines match error patterns, shown as LINE:TEXT]\n")
     } else {
         format!(
@@ -61,10 +63,20 @@ fn header(shown: usize, matched: u64) -> String {
 
 /// Picks salient lines alternately from the first and the last until the
 /// next one does not fit `room` (header included); returns them in order.
+/// Between the first and the last, a line that repeats the text of an
+/// earlier one is passed over: it would say nothing new.
 fn pick(cands: &[Candidate], matched: u64, room: usize) -> Vec<Candidate> {
     if cands.is_empty() || room == 0 {
         return Vec::new();
     }
+    let mut seen = std::collections::HashSet::new();
+    let last = cands.len() - 1;
+    let cands: Vec<&Candidate> = cands
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| seen.insert(c.text.as_str()) || *i == 0 || *i == last)
+        .map(|(_, c)| c)
+        .collect();
     let widest_header = header(0, matched.max(cands.len() as u64) + 1).len() + 8;
     let mut used = widest_header;
     let (mut lo, mut hi) = (0usize, cands.len());
@@ -83,10 +95,10 @@ fn pick(cands: &[Candidate], matched: u64, room: usize) -> Vec<Candidate> {
         }
         used += need;
         if from_front {
-            front.push(c.clone());
+            front.push((*c).clone());
             lo += 1;
         } else {
-            back.push(c.clone());
+            back.push((*c).clone());
             hi -= 1;
         }
         from_front = !from_front;

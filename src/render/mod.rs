@@ -9,13 +9,16 @@
 use serde::{Deserialize, Serialize};
 
 pub(crate) mod collect;
+pub(crate) mod middle;
 pub(crate) mod side;
 pub(crate) mod terminal;
 
-pub(crate) use collect::{Collector, Parts};
-pub(crate) use terminal::Terminal;
+pub(crate) use collect::Parts;
+use collect::{Collector, Plain, TailCollector};
+use middle::RawScan;
+use terminal::Terminal;
 
-use crate::salient::Matcher;
+use crate::salient::{Candidate, Matcher};
 
 /// What the model-facing text is made of.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -58,38 +61,140 @@ impl std::str::FromStr for Render {
     }
 }
 
-/// The terminal renderer and the collector it feeds.
+/// The raw bytes a stage keeps at the end of the stream for the rendered
+/// tail, for a budget of `cap` bytes: room for a tail of escapes and
+/// progress frames that renders to a full share.
+pub(crate) fn raw_window(cap: usize) -> usize {
+    cap.saturating_mul(3).saturating_add(64 << 10)
+}
+
+/// The render stage of one stream: the head is rendered as it streams; the
+/// middle is only scanned for salient lines; the tail is rendered at the end
+/// from the last raw bytes.
 pub(crate) struct Renderer {
-    terminal: Terminal,
-    collector: Collector,
+    terminal: Option<Terminal>,
+    head: Collector,
+    scan: Option<RawScan>,
+    fed: u64,
 }
 
 impl Renderer {
     pub(crate) fn new(cap: usize, matcher: Option<Matcher>) -> Renderer {
         Renderer {
-            terminal: Terminal::new(),
-            collector: Collector::new(cap, matcher),
+            terminal: Some(Terminal::new()),
+            head: Collector::new(cap),
+            scan: matcher.map(|m| RawScan::new(m, raw_window(cap) as u64)),
+            fed: 0,
         }
     }
 
     pub(crate) fn feed(&mut self, data: &[u8]) {
-        self.terminal.feed(&mut self.collector, data);
+        if let Some(t) = self.terminal.as_mut() {
+            t.feed(&mut self.head, data);
+            if self.head.is_full() {
+                // The rest is rendered only if it ends up in the tail.
+                self.terminal = None;
+                let end = self.head.raw_end();
+                if let Some(s) = self.scan.as_mut() {
+                    s.set_head_end(end);
+                }
+            }
+        }
+        if let Some(s) = self.scan.as_mut() {
+            s.feed(data);
+        }
+        self.fed += data.len() as u64;
     }
 
-    /// The parts, and whether anything rendered differently from the raw
-    /// bytes.
-    pub(crate) fn finish(mut self) -> (Parts, bool) {
-        let changed = self.terminal.changed();
-        self.terminal.finish(&mut self.collector);
-        let parts = self.collector.finish();
-        let changed = changed || parts.folded;
-        (parts, changed)
+    /// The parts. `window` is the last raw bytes of the stream (all of them
+    /// when the stream is that short), and `newlines` the stream's count.
+    pub(crate) fn finish(self, window: &[u8], newlines: u64) -> Parts {
+        let Renderer {
+            terminal,
+            mut head,
+            scan,
+            fed,
+        } = self;
+        if let Some(t) = terminal {
+            t.finish(&mut head);
+        }
+        if !head.is_full() {
+            head.folder.flush(&mut head.head);
+            let folded = head.folder.folded;
+            return Parts {
+                head: head.head,
+                tail: None,
+                whole: true,
+                middle: Vec::new(),
+                middle_count: 0,
+                folded,
+            };
+        }
+        let head_end = head.raw_end();
+        let win_start = fed - window.len() as u64;
+        // The tail starts at a raw line start in the window, never before
+        // the head's end.
+        let from = if win_start <= head_end {
+            head_end
+        } else {
+            memchr::memchr(b'\n', window).map_or(fed, |i| win_start + i as u64 + 1)
+        };
+        let rel = (from - win_start) as usize;
+        let rest = &window[rel.min(window.len())..];
+        let line = 1 + newlines - bytecount::count(rest, b'\n') as u64;
+        let starts_line = if rel > 0 {
+            window[rel - 1] == b'\n'
+        } else {
+            from == 0 || head.head.text.ends_with('\n')
+        };
+        let mut tail = TailCollector::default();
+        let mut t = Terminal::starting_at(from, line, starts_line);
+        t.feed(&mut tail, rest);
+        t.finish(&mut tail);
+        tail.folder.flush(&mut tail.side);
+        let (middle, middle_count) = match scan {
+            Some(s) => {
+                let (hits, count) = s.finish(head_end, from);
+                let lines = hits
+                    .into_iter()
+                    .map(|h| {
+                        let mut p = Plain::default();
+                        let mut t = Terminal::new();
+                        t.feed(&mut p, &h.bytes);
+                        t.finish(&mut p);
+                        Candidate::new(&p.one_line(), h.line, h.raw, h.raw_end)
+                    })
+                    .collect();
+                (lines, count)
+            }
+            None => (Vec::new(), 0),
+        };
+        let folded = head.folder.folded || tail.folder.folded;
+        Parts {
+            head: head.head,
+            tail: Some(tail.side),
+            whole: false,
+            middle,
+            middle_count,
+            folded,
+        }
     }
 }
 
 /// Renders a whole buffer.
-pub(crate) fn render_all(input: &[u8], cap: usize, matcher: Option<Matcher>) -> (Parts, bool) {
+pub(crate) fn render_all(input: &[u8], cap: usize, matcher: Option<Matcher>) -> Parts {
     let mut r = Renderer::new(cap, matcher);
     r.feed(input);
-    r.finish()
+    let newlines = bytecount::count(input, b'\n') as u64;
+    r.finish(input, newlines)
+}
+
+impl Parts {
+    /// Whether the text shown renders differently from its raw bytes.
+    pub(crate) fn changed(&self) -> bool {
+        self.folded
+            || std::iter::once(&self.head)
+                .chain(self.tail.as_ref())
+                .any(|s| s.anchors.iter().any(|a| !a.span.exact))
+    }
 }

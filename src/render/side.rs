@@ -207,10 +207,4 @@ impl Folder {
         // A marker ends the run: the next copy starts a new one.
         self.prev = None;
     }
-
-    /// Forgets the last line, so the next one starts afresh.
-    pub(crate) fn reset(&mut self, out: &mut Side) {
-        self.flush(out);
-        self.prev = None;
-    }
 }

@@ -44,7 +44,7 @@ pub(crate) const MAX_ROW: usize = 16 << 10;
 const REGION: u64 = 16 << 10;
 
 /// Where a rendered line came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Span {
     /// The raw offset where the line was started.
     pub raw: u64,
@@ -125,6 +125,18 @@ impl Row {
             .replace_range(at..at + len, c.encode_utf8(&mut buf));
     }
 
+    /// Writes `text` (`n` characters) at cell `col`.
+    fn put_str(&mut self, col: usize, text: &str, n: usize) {
+        if col == self.chars {
+            self.text.push_str(text);
+            self.chars += n;
+            return;
+        }
+        for (k, c) in text.chars().enumerate() {
+            self.put(col + k, c);
+        }
+    }
+
     fn truncate(&mut self, col: usize) {
         if col < self.chars {
             let at = self.byte_at(col);
@@ -190,8 +202,6 @@ struct Screen {
     newlines: u64,
     /// Whether the parser is known to be at rest (ground state).
     ground: bool,
-    /// Whether anything so far rendered differently from its raw bytes.
-    changed: bool,
 }
 
 impl Screen {
@@ -271,7 +281,6 @@ impl Screen {
         if self.col >= MAX_ROW {
             if self.row != self.bottom() {
                 // An old row past its cap takes no more.
-                self.changed = true;
                 return;
             }
             self.flush_bottom(sink);
@@ -279,6 +288,25 @@ impl Screen {
         let col = self.col;
         self.rows[self.row].put(col, c);
         self.col += 1;
+    }
+
+    /// Writes printable text at the cursor: what `print` does for each of
+    /// its characters.
+    fn print_str<S: Sink>(&mut self, sink: &mut S, text: &str) {
+        let n = if text.is_ascii() {
+            text.len()
+        } else {
+            text.chars().count()
+        };
+        if self.col + n < MAX_ROW {
+            let col = self.col;
+            self.rows[self.row].put_str(col, text, n);
+            self.col += n;
+        } else {
+            for c in text.chars() {
+                self.print(sink, c);
+            }
+        }
     }
 
     /// Hands the over-long bottom row on as a piece; the cursor continues
@@ -316,6 +344,8 @@ impl Screen {
 struct Perf<'a, S> {
     screen: &'a mut Screen,
     sink: &'a mut S,
+    /// Stop the parser once it is back at rest.
+    stop: bool,
 }
 
 fn param(params: &vte::Params, i: usize, default: usize) -> usize {
@@ -335,7 +365,6 @@ impl<S: Sink> vte::Perform for Perf<'_, S> {
     fn print(&mut self, c: char) {
         self.screen.ground = true;
         if ('\u{7f}'..='\u{9f}').contains(&c) {
-            self.screen.changed = true;
             return;
         }
         if c == '\u{FFFD}' {
@@ -360,7 +389,6 @@ impl<S: Sink> vte::Perform for Perf<'_, S> {
             0x08 => s.col = s.col.saturating_sub(1),
             _ => {}
         }
-        s.changed = true;
         let r = s.row;
         s.rows[r].exact = false;
     }
@@ -368,7 +396,6 @@ impl<S: Sink> vte::Perform for Perf<'_, S> {
     fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], _: bool, action: char) {
         let s = &mut *self.screen;
         s.ground = true;
-        s.changed = true;
         let r = s.row;
         s.rows[r].exact = false;
         if !intermediates.is_empty() {
@@ -409,7 +436,6 @@ impl<S: Sink> vte::Perform for Perf<'_, S> {
     fn esc_dispatch(&mut self, intermediates: &[u8], _: bool, byte: u8) {
         let s = &mut *self.screen;
         s.ground = true;
-        s.changed = true;
         let r = s.row;
         s.rows[r].exact = false;
         if !intermediates.is_empty() {
@@ -439,11 +465,12 @@ impl<S: Sink> vte::Perform for Perf<'_, S> {
     fn osc_dispatch(&mut self, _: &[&[u8]], bell_terminated: bool) {
         // Ended by ESC, the parser is in the escape state until `\`.
         self.screen.ground = bell_terminated;
-        self.screen.changed = true;
     }
 
-    fn hook(&mut self, _: &vte::Params, _: &[u8], _: bool, _: char) {
-        self.screen.changed = true;
+    fn hook(&mut self, _: &vte::Params, _: &[u8], _: bool, _: char) {}
+
+    fn terminated(&self) -> bool {
+        self.stop && self.screen.ground
     }
 }
 
@@ -513,8 +540,14 @@ impl Default for Terminal {
 impl Terminal {
     /// A renderer at the start of a stream.
     pub(crate) fn new() -> Terminal {
+        Terminal::starting_at(0, 1, true)
+    }
+
+    /// A renderer for a stream whose first byte is at raw offset `raw`, at
+    /// the start of raw line `line`.
+    pub(crate) fn starting_at(raw: u64, line: u64, starts_line: bool) -> Terminal {
         let mut rows = VecDeque::with_capacity(WINDOW + 2);
-        rows.push_back(Row::new(0, 1, true));
+        rows.push_back(Row::new(raw, line, starts_line));
         Terminal {
             parser: vte::Parser::new(),
             screen: Screen {
@@ -523,20 +556,14 @@ impl Terminal {
                 col: 0,
                 saved: None,
                 base: 0,
-                boundary: REGION,
-                region: 0,
-                end: 0,
-                newlines: 0,
+                boundary: (raw / REGION + 1) * REGION,
+                region: raw,
+                end: raw,
+                newlines: line - 1,
                 ground: true,
-                changed: false,
             },
             carry: Vec::new(),
         }
-    }
-
-    /// Whether anything so far renders differently from its raw bytes.
-    pub(crate) fn changed(&self) -> bool {
-        self.screen.changed
     }
 
     /// Whether the fast path may take over here: the parser at rest, the
@@ -599,20 +626,45 @@ impl Terminal {
     /// region's end).
     fn slow<S: Sink>(&mut self, sink: &mut S, piece: &[u8]) {
         self.screen.end += piece.len() as u64;
-        // Split at each ESC, so `ground` is known: a sequence begun at the
-        // last ESC and not finished leaves it false.
         let mut rest = piece;
         while !rest.is_empty() {
-            let next = memchr::memchr(0x1B, &rest[1..]).map_or(rest.len(), |i| i + 1);
-            if rest[0] == 0x1B {
-                self.screen.ground = false;
+            if rest[0] != 0x1B {
+                // At rest, printable text goes straight to the row; a
+                // control or a character the fast rules do not cover goes
+                // to the parser whole, one at a time.
+                if self.screen.ground {
+                    let n = self.text_run(sink, rest);
+                    if n > 0 {
+                        rest = &rest[n..];
+                        continue;
+                    }
+                }
+                let n = match crate::measure::utf8_width(rest[0]) {
+                    0 | 1 => 1,
+                    w => w.min(rest.len()),
+                };
+                let mut perf = Perf {
+                    screen: &mut self.screen,
+                    sink: &mut *sink,
+                    stop: false,
+                };
+                self.parser.advance(&mut perf, &rest[..n]);
+                rest = &rest[n..];
+                continue;
             }
+            // An escape sequence: the parser takes it up to its end (or to
+            // the next ESC), so `ground` is known after it.
+            self.screen.ground = false;
+            let next = memchr::memchr(0x1B, &rest[1..]).map_or(rest.len(), |i| i + 1);
             let mut perf = Perf {
                 screen: &mut self.screen,
                 sink: &mut *sink,
+                stop: true,
             };
-            self.parser.advance(&mut perf, &rest[..next]);
-            rest = &rest[next..];
+            let n = self
+                .parser
+                .advance_until_terminated(&mut perf, &rest[..next]);
+            rest = &rest[n.max(1).min(rest.len())..];
         }
         let s = &mut self.screen;
         if piece.last() == Some(&b'\n') {
@@ -621,6 +673,25 @@ impl Terminal {
         } else if s.end >= s.boundary {
             s.new_region();
         }
+    }
+
+    /// Printable text from the start of `data` (up to a control byte, an
+    /// ESC, a `\n` or a character the fast rules leave to the parser),
+    /// written at the cursor as the parser would. Returns how many bytes it
+    /// took.
+    fn text_run<S: Sink>(&mut self, sink: &mut S, data: &[u8]) -> usize {
+        let mut n = plain_prefix(data);
+        if let Some(nl) = memchr::memchr(b'\n', &data[..n]) {
+            n = nl;
+        }
+        let text = match std::str::from_utf8(&data[..n]) {
+            Ok(t) => t,
+            Err(e) => std::str::from_utf8(&data[..e.valid_up_to()]).unwrap_or_default(),
+        };
+        if !text.is_empty() {
+            self.screen.print_str(sink, text);
+        }
+        text.len()
     }
 
     /// The fast path: whole plain lines from the start of `data`. Returns
@@ -690,6 +761,7 @@ impl Terminal {
             let mut perf = Perf {
                 screen: &mut self.screen,
                 sink: &mut *sink,
+                stop: false,
             };
             // The parser holds the bytes; end them as one bad character.
             self.parser.advance(&mut perf, b"\x18");

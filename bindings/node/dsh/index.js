@@ -85,6 +85,10 @@ export function apply(ctx, config) {
   // Built now, so a bad option fails the plugin's load, not a tool call.
   const spiller = spillerFor(config, ctx.get('spillStore'))
   const lineCap = config.maxInlineLines !== undefined
+  // The terminal render (the default) changes small outputs too (escapes,
+  // progress frames, repeats); only the raw render, without a line or token
+  // cap, lets a text that fits pass without a look.
+  const sizeDecides = config.render === 'raw' && !lineCap && config.maxInlineTokens === undefined
 
   /** `text` bounded, or undefined when it already fits. */
   async function bound(text, toolName, label) {
@@ -92,9 +96,10 @@ export function apply(ctx, config) {
     // pass over them.
     const surelyFits = text.length * 3 <= maxInlineBytes
     const surelyOver = text.length > maxInlineBytes
-    if (!lineCap && (surelyFits || (!surelyOver && Buffer.byteLength(text, 'utf8') <= maxInlineBytes))) return undefined
+    if (sizeDecides && (surelyFits || (!surelyOver && Buffer.byteLength(text, 'utf8') <= maxInlineBytes))) return undefined
     const outcome = await spiller.apply(text)
-    if (!outcome.spilled) return undefined
+    // Unchanged content (nothing omitted, nothing rendered) stays as it was.
+    if (!outcome.spilled && !outcome.rendered) return undefined
     if (outcome.storeError) {
       ctx.logger.warn(`spill-policy: the full ${label} of ${toolName} could not be stored (${outcome.storeError}); the preview says so`)
     }

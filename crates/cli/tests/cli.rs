@@ -199,7 +199,14 @@ fn apply_json_obeys_every_rule_and_show_returns_the_exact_input() {
         let files = count_files(&store);
         let again = json(&spillway(
             &store,
-            &["apply", "--json", "--max-inline-bytes", "4KiB"],
+            &[
+                "apply",
+                "--json",
+                "--max-inline-bytes",
+                "4KiB",
+                "--render",
+                "raw",
+            ],
             &input,
         ));
         assert_eq!(again["content"], v["content"], "{name}: same bytes out");
