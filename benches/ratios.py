@@ -28,6 +28,7 @@ PAIRS = [
     ("json-preview", "text-preview", {67108864: 3.0}, ["json_records", "json_articles"]),
     ("stage-terminal", "stage-raw-render", {67108864: 1.15}, ["terminal_plain"]),
     ("stage-terminal", "stage-raw-render", {67108864: 2.0}, ["terminal_coloured"]),
+    ("stage-terminal-salient", "stage-raw-render", {}, None),
     ("stage-terminal-tokens", "stage-terminal", {67108864: 1.05}, None),
 ]
 

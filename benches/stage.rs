@@ -12,9 +12,10 @@
 //!   `apply-rendered` (the same text, already rendered).
 //!
 //! * `terminal/<input>`: the terminal render beside the raw one on the
-//!   same spill (`stage-terminal` over `stage-raw-render`), and a token
-//!   budget beside none (`stage-terminal-tokens` over `stage-terminal`), on
-//!   plain text and on heavily coloured build output.
+//!   same spill (`stage-terminal` over `stage-raw-render`), the salient
+//!   scan on top (`stage-terminal-salient`), and a token budget beside none
+//!   (`stage-terminal-tokens` over `stage-terminal`), on plain text and on
+//!   heavily coloured build output.
 //!
 //! `python3 benches/ratios.py` prints each case over its baseline.
 //!
@@ -144,21 +145,23 @@ fn terminal(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("store")).unwrap();
     let budget = 32 * KIB;
-    let make = |render: Render, tokens: Option<u64>| {
-        let policy = Policy::builder()
-            .max_inline_bytes(budget as u64)
+    let make = |render: Render, salient: bool, tokens: Option<u64>| {
+        let mut b = Policy::builder();
+        b.max_inline_bytes(budget as u64)
             .compression(Compression::None)
             .durability(Durability::Relaxed)
             .render(render)
-            .max_inline_tokens(tokens)
-            .build()
-            .unwrap();
-        Spiller::new(policy, store.clone()).unwrap()
+            .max_inline_tokens(tokens);
+        if !salient {
+            b.salient(Vec::<String>::new());
+        }
+        Spiller::new(b.build().unwrap(), store.clone()).unwrap()
     };
-    let raw = make(Render::Raw, None);
-    let term = make(Render::Terminal, None);
+    let raw = make(Render::Raw, false, None);
+    let term = make(Render::Terminal, false, None);
+    let salient = make(Render::Terminal, true, None);
     // About the default budget's worth of tokens: the shrink loop runs.
-    let tokens = make(Render::Terminal, Some(6000));
+    let tokens = make(Render::Terminal, false, Some(6000));
     // Load the vocabulary outside the timed region.
     tokens.apply(&plain_log(64 * KIB)).unwrap();
     for len in sizes() {
@@ -171,9 +174,10 @@ fn terminal(c: &mut Criterion) {
             g.throughput(Throughput::Bytes(len as u64));
             g.measurement_time(measure)
                 .sample_size(if len >= 16 * MIB { 10 } else { 30 });
-            let cases: [(&str, &Spiller); 3] = [
+            let cases: [(&str, &Spiller); 4] = [
                 ("stage-raw-render", &raw),
                 ("stage-terminal", &term),
+                ("stage-terminal-salient", &salient),
                 ("stage-terminal-tokens", &tokens),
             ];
             for (name, sp) in cases {

@@ -350,7 +350,9 @@ impl Spilling {
 /// stage streams the input to a temp file in the store (hashing and
 /// compressing as it goes), keeping only the first `max_inline_bytes` and a
 /// rolling window of the last ones: memory stays bounded by twice the budget
-/// plus fixed buffers (about 1 MiB), however long the input.
+/// plus fixed buffers (about 1 MiB), however long the input; with
+/// [`Render::Terminal`] the window holds three budgets and 64 KiB more (the
+/// tail is rendered from it at the end).
 ///
 /// Writes never fail: a store error is remembered and reported by `finish`.
 ///

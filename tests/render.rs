@@ -456,3 +456,41 @@ proptest! {
         prop_assert!(o.content.len() <= 32 << 10);
     }
 }
+
+/// A progress bar far longer than the budget, on one line: its last frame
+/// is what the tail shows.
+#[test]
+fn a_megabyte_of_frames_on_one_line_ends_as_its_last_frame() {
+    let mut input = Vec::new();
+    input.extend_from_slice(b"\x1b[1mDownloading model\x1b[0m\n");
+    // More than the budget before the bar: the tail is rendered from the
+    // last raw bytes, which hold frames only.
+    for i in 0..300 {
+        input.extend_from_slice(format!("checking shard {i} of 300\n").as_bytes());
+    }
+    for k in 0..100_000u32 {
+        input.extend_from_slice(
+            format!(
+                "\rweights: {:>3}% [{:<20}]",
+                k / 1000,
+                "#".repeat((k / 5000) as usize)
+            )
+            .as_bytes(),
+        );
+    }
+    input.extend_from_slice(b"\r\x1b[Kweights: 100% done\n");
+    let (_d, store) = temp_store();
+    let o = spiller(&builder(4 << 10), &store).apply(&input).unwrap();
+    no_escapes(&o);
+    assert!(o.content.len() <= 4 << 10);
+    assert!(
+        o.content.starts_with("Downloading model\n"),
+        "{}",
+        o.content
+    );
+    assert!(o.content.ends_with("weights: 100% done\n"), "{}", o.content);
+    assert!(!o.content.contains("weights:  5%"));
+    assert!(o.spilled);
+    assert_eq!(o.content.matches("weights:").count(), 1);
+    stored_exactly(&o, &store, &input);
+}

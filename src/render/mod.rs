@@ -132,12 +132,17 @@ impl Renderer {
         }
         let head_end = head.raw_end();
         let win_start = fed - window.len() as u64;
-        // The tail starts at a raw line start in the window, never before
-        // the head's end.
+        // The tail starts at a raw line start in the window, or, when the
+        // first one leaves less than half of it (the window is mostly one
+        // long line: a progress bar's frames), at the window's start; never
+        // before the head's end.
         let from = if win_start <= head_end {
             head_end
         } else {
-            memchr::memchr(b'\n', window).map_or(fed, |i| win_start + i as u64 + 1)
+            match memchr::memchr(b'\n', window) {
+                Some(i) if window.len() - (i + 1) >= window.len() / 2 => win_start + i as u64 + 1,
+                _ => win_start,
+            }
         };
         let rel = (from - win_start) as usize;
         let rest = &window[rel.min(window.len())..];
