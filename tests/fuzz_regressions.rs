@@ -3,6 +3,8 @@
 
 #[path = "../fuzz/fuzz_targets/common.rs"]
 mod common;
+#[path = "../fuzz/fuzz_targets/render_check.rs"]
+mod render_check;
 
 use common::support;
 use std::path::Path;
@@ -31,6 +33,17 @@ fn inputs(target: &str) -> Vec<(String, Vec<u8>)> {
 fn every_saved_fuzz_failure_now_passes() {
     oracle_target_regressions();
     stage_target_regressions();
+    render_target_regressions();
+}
+
+/// The `render` target: no escape reaches the content, budgets, split
+/// invariance, ranges, the raw object.
+fn render_target_regressions() {
+    let cases = inputs("render");
+    assert!(!cases.is_empty());
+    for (_, data) in cases {
+        render_check::check(&data);
+    }
 }
 
 /// The `oracle` target: the streaming stage against the whole-buffer oracle.

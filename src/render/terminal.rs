@@ -639,16 +639,31 @@ impl Terminal {
                         continue;
                     }
                 }
-                let n = match crate::measure::utf8_width(rest[0]) {
-                    0 | 1 => 1,
-                    w => w.min(rest.len()),
-                };
+                // The lead byte and the continuation bytes that follow it.
+                let width = crate::measure::utf8_width(rest[0]).max(1);
+                let k = 1 + rest[1..]
+                    .iter()
+                    .take(width - 1)
+                    .take_while(|&&b| (0x80..0xC0).contains(&b))
+                    .count();
                 let mut perf = Perf {
                     screen: &mut self.screen,
                     sink: &mut *sink,
                     stop: false,
                 };
-                self.parser.advance(&mut perf, &rest[..n]);
+                let n = match std::str::from_utf8(&rest[..k]) {
+                    Ok(_) => {
+                        self.parser.advance(&mut perf, &rest[..k]);
+                        k
+                    }
+                    // Not a character: one U+FFFD for each maximal invalid
+                    // part, as the parser prints them, but now (the parser
+                    // would wait for bytes that cannot complete it).
+                    Err(e) => {
+                        vte::Perform::print(&mut perf, '\u{FFFD}');
+                        e.error_len().unwrap_or(k).max(1)
+                    }
+                };
                 rest = &rest[n..];
                 continue;
             }
