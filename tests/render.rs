@@ -494,3 +494,24 @@ fn a_megabyte_of_frames_on_one_line_ends_as_its_last_frame() {
     assert_eq!(o.content.matches("weights:").count(), 1);
     stored_exactly(&o, &store, &input);
 }
+
+/// A colour code glued to the word (`\x1b[31mFAILED`) does not hide it.
+#[test]
+fn a_coloured_failure_in_the_middle_is_found() {
+    let mut input = Vec::new();
+    for i in 1..=60_000 {
+        if i == 30_000 {
+            input.extend_from_slice(format!("\x1b[31mFAILED\x1b[0m test_{i}\n").as_bytes());
+        } else {
+            input.extend_from_slice(format!("\x1b[32mPASSED\x1b[0m test_{i}\n").as_bytes());
+        }
+    }
+    let (_d, store) = temp_store();
+    for chunk in [input.len(), 4096, 777] {
+        let sp = spiller(&builder(8 << 10), &store);
+        let o = apply_chunked(&sp, &input, &[chunk]);
+        assert_eq!(o.salient_lines, [30_000], "chunk {chunk}");
+        assert!(o.content.contains("\n30000:FAILED test_30000\n"));
+        no_escapes(&o);
+    }
+}

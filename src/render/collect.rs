@@ -55,6 +55,25 @@ impl Sink for Collector {
         if self.full {
             return;
         }
+        let room = self.cap.saturating_sub(self.head.text.len());
+        if span.exact && text.len() > room {
+            // A plain line longer than the room left: the head takes what
+            // fits, and the rest of the line is the tail's to show.
+            let mut cut = room;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            self.folder.flush(&mut self.head);
+            if cut > 0 {
+                let piece = Span {
+                    raw_end: span.raw + cut as u64,
+                    ..span
+                };
+                self.head.push(&text[..cut], false, piece, span.line);
+            }
+            self.full = true;
+            return;
+        }
         self.folder
             .push(&mut self.head, text, newline, span, span.line);
         if self.head.text.len() >= self.cap {

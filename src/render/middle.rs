@@ -4,7 +4,23 @@
 
 use std::collections::VecDeque;
 
+use crate::preview::escape_len;
 use crate::salient::Matcher;
+
+/// `src` without its escape sequences (as the preview's cut rules read
+/// them), so that a colour code does not glue itself to a word the
+/// patterns look for. Line ends are kept.
+fn strip(src: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let mut i = 0;
+    while let Some(e) = memchr::memchr(0x1B, &src[i..]) {
+        out.extend_from_slice(&src[i..i + e]);
+        let j = i + e;
+        let len = escape_len(&src[j..]).unwrap_or(src.len() - j);
+        i = j + len.max(1);
+    }
+    out.extend_from_slice(&src[i..]);
+}
 
 /// A raw line is judged by at most its first this many bytes.
 pub(crate) const LINE_CAP: usize = 16 << 10;
@@ -41,6 +57,8 @@ pub(crate) struct RawScan {
     count: u64,
     /// Hits before this raw offset are in the head: passed over.
     head_end: Option<u64>,
+    /// The stripped text of the lines being scanned.
+    stripped: Vec<u8>,
 }
 
 impl RawScan {
@@ -58,6 +76,7 @@ impl RawScan {
             last: VecDeque::new(),
             count: 0,
             head_end: None,
+            stripped: Vec::new(),
         }
     }
 
@@ -83,7 +102,7 @@ impl RawScan {
                     let room = LINE_CAP.saturating_sub(self.carry.len());
                     self.carry.extend_from_slice(&data[..room.min(nl)]);
                     let end = self.at + nl as u64 + 1;
-                    if self.matcher.raw_is_match(&self.carry) {
+                    if self.line_matches(&self.carry.clone()) {
                         let hit = RawHit {
                             raw: self.carry_start,
                             raw_end: end,
@@ -103,6 +122,36 @@ impl RawScan {
         // Whole lines, scanned in one pass.
         let whole = memchr::memrchr(b'\n', data).map_or(0, |i| i + 1);
         let bulk = &data[..whole];
+        if memchr::memchr(0x1B, bulk).is_none() {
+            self.scan_plain(bulk);
+        } else {
+            self.scan_escaped(bulk);
+        }
+        self.advance(bulk, bytecount::count(bulk, b'\n') as u64);
+        let rest = &data[whole..];
+        self.carry_start = self.at;
+        self.carry_line = self.line;
+        self.carry
+            .extend_from_slice(&rest[..rest.len().min(LINE_CAP)]);
+        self.advance(rest, 0);
+        self.evict();
+    }
+
+    /// Whether one raw line (cut to [`LINE_CAP`]) matches, its escape
+    /// sequences left out.
+    fn line_matches(&mut self, line: &[u8]) -> bool {
+        if memchr::memchr(0x1B, line).is_none() {
+            return self.matcher.raw_is_match(line);
+        }
+        let mut buf = std::mem::take(&mut self.stripped);
+        strip(line, &mut buf);
+        let hit = self.matcher.raw_is_match(&buf);
+        self.stripped = buf;
+        hit
+    }
+
+    /// Whole lines without an escape sequence.
+    fn scan_plain(&mut self, bulk: &[u8]) {
         let mut counted = 0;
         let mut line = self.line;
         for r in self.matcher.raw_lines(bulk) {
@@ -121,14 +170,43 @@ impl RawScan {
                 bytes: text[..text.len().min(LINE_CAP)].to_vec(),
             });
         }
-        self.advance(bulk, bytecount::count(bulk, b'\n') as u64);
-        let rest = &data[whole..];
-        self.carry_start = self.at;
-        self.carry_line = self.line;
-        self.carry
-            .extend_from_slice(&rest[..rest.len().min(LINE_CAP)]);
-        self.advance(rest, 0);
-        self.evict();
+    }
+
+    /// Whole lines with escape sequences: matched without them, found
+    /// again in the raw bytes by their line numbers.
+    fn scan_escaped(&mut self, bulk: &[u8]) {
+        let mut buf = std::mem::take(&mut self.stripped);
+        strip(bulk, &mut buf);
+        let mut counted = 0;
+        let mut line = self.line;
+        // The raw cursor: the start of raw line `raw_line`.
+        let (mut raw_pos, mut raw_line) = (0usize, self.line);
+        let ranges: Vec<_> = self.matcher.raw_lines(&buf).collect();
+        for r in ranges {
+            line += bytecount::count(&buf[counted..r.start], b'\n') as u64;
+            counted = r.start;
+            while raw_line < line {
+                match memchr::memchr(b'\n', &bulk[raw_pos..]) {
+                    Some(i) => {
+                        raw_pos += i + 1;
+                        raw_line += 1;
+                    }
+                    None => break,
+                }
+            }
+            let end = memchr::memchr(b'\n', &bulk[raw_pos..]).map_or(bulk.len(), |i| raw_pos + i);
+            let text = &bulk[raw_pos..end];
+            if text.len() > LINE_CAP && !self.line_matches(&text[..LINE_CAP]) {
+                continue;
+            }
+            self.pending.push_back(RawHit {
+                raw: self.at + raw_pos as u64,
+                raw_end: self.at + end as u64 + 1,
+                line,
+                bytes: text[..text.len().min(LINE_CAP)].to_vec(),
+            });
+        }
+        self.stripped = buf;
     }
 
     fn advance(&mut self, data: &[u8], newlines: u64) {
@@ -165,7 +243,7 @@ impl RawScan {
     /// (`tail_start`): the first and last ones, and how many there were.
     pub(crate) fn finish(mut self, head_end: u64, tail_start: u64) -> (Vec<RawHit>, u64) {
         self.head_end = Some(head_end);
-        if !self.carry.is_empty() && self.matcher.raw_is_match(&self.carry) {
+        if !self.carry.is_empty() && self.line_matches(&self.carry.clone()) {
             let hit = RawHit {
                 raw: self.carry_start,
                 raw_end: self.at,

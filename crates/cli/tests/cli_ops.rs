@@ -1095,3 +1095,52 @@ fn the_readme_mcp_serve_example_answers_as_the_readme_says() {
     assert!(text.ends_with("100000\nboom\n[exit status 1]"), "{text}");
     assert!(section.contains("`boom`\nand `[exit status 1]`"));
 }
+
+/// The README's terminal output example, run as written by a shell
+/// (another store, as long a path), prints what the README shows.
+#[test]
+fn the_readme_terminal_example_prints_what_the_readme_shows() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let section = &readme[readme.find("## Terminal output").expect("the section")..];
+    let block = |lang: &str| -> String {
+        let open = format!("```{lang}\n");
+        let start = section.find(&open).unwrap() + open.len();
+        let end = section[start..].find("```").unwrap() + start;
+        section[start..end].to_string()
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("")
+        .rand_bytes("spill-demo".len())
+        .tempdir_in("/tmp")
+        .unwrap();
+    let store = dir.path().to_string_lossy().into_owned();
+    assert_eq!(store.len(), "/tmp/spill-demo".len());
+    let script = block("sh").replace("/tmp/spill-demo", &store);
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_spillway"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .env_remove("SPILLWAY_CONFIG")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        got.trim_end(),
+        block("text").trim_end().replace("/tmp/spill-demo", &store)
+    );
+    assert!(got.contains("\n9001:FAILED tests/test_mod.py::test_9000"));
+    assert!(!got.contains('\x1b'));
+}
