@@ -202,6 +202,10 @@ struct Screen {
     newlines: u64,
     /// Whether the parser is known to be at rest (ground state).
     ground: bool,
+    /// Bytes the current escape sequence may still take before it is cut
+    /// off (as the preview's rules cap them), so an unterminated OSC or DCS
+    /// string cannot swallow the rest of the output.
+    esc_left: usize,
 }
 
 impl Screen {
@@ -561,6 +565,7 @@ impl Terminal {
                 end: raw,
                 newlines: line - 1,
                 ground: true,
+                esc_left: 0,
             },
             carry: Vec::new(),
         }
@@ -652,25 +657,36 @@ impl Terminal {
                     stop: false,
                 };
                 let n = match std::str::from_utf8(&rest[..k]) {
-                    Ok(_) => {
-                        self.parser.advance(&mut perf, &rest[..k]);
-                        k
-                    }
-                    // Not a character: one U+FFFD for each maximal invalid
-                    // part, as the parser prints them, but now (the parser
-                    // would wait for bytes that cannot complete it).
-                    Err(e) => {
+                    // Not a character, at rest: one U+FFFD for each maximal
+                    // invalid part, as the parser prints them, but now (the
+                    // parser would wait for bytes that cannot complete it).
+                    Err(e) if perf.screen.ground => {
                         vte::Perform::print(&mut perf, '\u{FFFD}');
                         e.error_len().unwrap_or(k).max(1)
                     }
+                    // A character, or bytes inside a sequence or string,
+                    // where the parser takes them one by one.
+                    _ => {
+                        let k = if perf.screen.ground {
+                            k
+                        } else {
+                            k.min(perf.screen.esc_left.max(1))
+                        };
+                        self.parser.advance(&mut perf, &rest[..k]);
+                        k
+                    }
                 };
+                self.spend_escape(sink, n);
                 rest = &rest[n..];
                 continue;
             }
             // An escape sequence: the parser takes it up to its end (or to
             // the next ESC), so `ground` is known after it.
             self.screen.ground = false;
-            let next = memchr::memchr(0x1B, &rest[1..]).map_or(rest.len(), |i| i + 1);
+            self.screen.esc_left = crate::preview::MAX_ESCAPE;
+            let next = memchr::memchr(0x1B, &rest[1..])
+                .map_or(rest.len(), |i| i + 1)
+                .min(self.screen.esc_left);
             let mut perf = Perf {
                 screen: &mut self.screen,
                 sink: &mut *sink,
@@ -678,8 +694,11 @@ impl Terminal {
             };
             let n = self
                 .parser
-                .advance_until_terminated(&mut perf, &rest[..next]);
-            rest = &rest[n.max(1).min(rest.len())..];
+                .advance_until_terminated(&mut perf, &rest[..next])
+                .max(1)
+                .min(rest.len());
+            self.spend_escape(sink, n);
+            rest = &rest[n..];
         }
         let s = &mut self.screen;
         if piece.last() == Some(&b'\n') {
@@ -687,6 +706,24 @@ impl Terminal {
             s.new_region();
         } else if s.end >= s.boundary {
             s.new_region();
+        }
+    }
+
+    /// Counts `n` bytes against the open escape sequence, if any; one that
+    /// has taken its most is ended (CAN, which every terminal obeys).
+    fn spend_escape<S: Sink>(&mut self, sink: &mut S, n: usize) {
+        if self.screen.ground {
+            return;
+        }
+        self.screen.esc_left = self.screen.esc_left.saturating_sub(n);
+        if self.screen.esc_left == 0 {
+            let mut perf = Perf {
+                screen: &mut self.screen,
+                sink: &mut *sink,
+                stop: false,
+            };
+            self.parser.advance(&mut perf, b"\x18");
+            self.screen.ground = true;
         }
     }
 

@@ -209,3 +209,14 @@ fn spans_name_the_raw_lines() {
         ]
     );
 }
+
+#[test]
+fn an_unterminated_string_ends_after_256_bytes() {
+    let mut input = b"ab\x1b]0;".to_vec();
+    input.extend_from_slice(&[b'x'; 300]);
+    input.extend_from_slice(b"\r\x1b[Kdone\nnext\n");
+    for chunk in [1, 7, 100, input.len()] {
+        let out = render_chunks(&input, chunk).out;
+        assert_eq!(out, "done\nnext\n", "chunk {chunk}");
+    }
+}
