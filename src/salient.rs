@@ -90,6 +90,18 @@ impl fmt::Display for SalientError {
 
 impl std::error::Error for SalientError {}
 
+/// The regex crate's message (which draws a caret under the pattern) on
+/// one line.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.chars().all(|c| c == '^'))
+        .map(|l| l.trim_end_matches(':'))
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
 impl SalientPatterns {
     /// Compiles `patterns` (Rust regex syntax, matched against each line
     /// with `^` and `$` at line ends). No patterns: no salient lines.
@@ -109,7 +121,7 @@ impl SalientPatterns {
         for p in &patterns {
             regex::Regex::new(p).map_err(|e| SalientError {
                 pattern: p.clone(),
-                error: e.to_string(),
+                error: one_line(&e.to_string()),
             })?;
         }
         let regex = if patterns.is_empty() {
@@ -119,7 +131,7 @@ impl SalientPatterns {
             let all = format!("(?m:{})", joined.join("|"));
             let err = |e: regex::Error| SalientError {
                 pattern: all.clone(),
-                error: e.to_string(),
+                error: one_line(&e.to_string()),
             };
             Some((
                 regex::Regex::new(&all).map_err(err)?,
