@@ -419,7 +419,7 @@ proptest! {
             prop_assert_eq!(rendered_whole(&after, &store), tail);
         }
         for n in &o.salient_lines {
-            prop_assert!(first < *n && *n < last);
+            prop_assert!(first <= *n && *n <= last);
             let text = String::from_utf8_lossy(raw_lines[*n as usize - 1]);
             prop_assert!(text.contains("error[E0308]"));
         }
