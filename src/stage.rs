@@ -511,8 +511,8 @@ impl Stage {
                     match String::from_utf8(head) {
                         Ok(content) => match fits(policy, &content) {
                             Some(tokens) => {
-                                let mut o = inline(content, lines, 0);
-                                o.total_bytes = o.content.len() as u64;
+                                let len = content.len() as u64;
+                                let mut o = inline(content, lines, len);
                                 set_tokens(&mut o, policy, tokens);
                                 return Ok(o);
                             }
@@ -705,7 +705,7 @@ fn conclude(
                 o.store_error = store_error;
                 o.store_error_kind = store_error_kind;
                 set_tokens(&mut o, policy, tokens);
-                return Ok(o);
+                return failed_or(o, policy, stored);
             }
         }
     }
@@ -816,6 +816,16 @@ fn conclude(
         content_tokens,
         tokenizer: content_tokens.map(|_| policy.tokenizer()),
     };
+    failed_or(outcome, policy, stored)
+}
+
+/// The outcome, or, when the store failed and the policy says fail, the
+/// error that hands it back.
+fn failed_or(
+    outcome: Outcome,
+    policy: &Policy,
+    stored: Result<StoredObject, StoreError>,
+) -> Result<Outcome, FinishError> {
     match stored {
         Err(error) if policy.on_store_error() == OnStoreError::Fail => Err(FinishError {
             outcome: Box::new(outcome),

@@ -515,3 +515,29 @@ fn a_coloured_failure_in_the_middle_is_found() {
         no_escapes(&o);
     }
 }
+
+/// Output that renders small but was too long to keep in memory is stored
+/// raw; when the store fails, the policy's `fail` still hands back the
+/// (whole, rendered) content with the error.
+#[test]
+fn a_failed_store_under_the_fail_policy_is_an_error_even_when_the_rendering_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("not-a-dir");
+    std::fs::write(&root, b"a file where the store should be").unwrap();
+    let store = Store::open(&root).unwrap();
+    let input = "\x1b[33mwaiting for the lock\x1b[0m\n".repeat(20_000);
+    let mut b = builder(4 << 10);
+    b.on_store_error(spillway::OnStoreError::Fail);
+    let e = spiller(&b, &store).apply(input.as_bytes()).unwrap_err();
+    let o = e.outcome();
+    assert_eq!(
+        o.content,
+        "waiting for the lock\n[spillway: the line above repeats 19999 more times]\n"
+    );
+    assert!(!o.spilled && o.rendered && o.spill.is_none() && o.store_error.is_some());
+    // In preview mode the same content comes back with the error noted.
+    let o = spiller(&builder(4 << 10), &store)
+        .apply(input.as_bytes())
+        .unwrap();
+    assert!(o.store_error.is_some() && o.content.contains("19999 more times"));
+}
