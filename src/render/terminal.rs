@@ -348,8 +348,6 @@ impl Screen {
 struct Perf<'a, S> {
     screen: &'a mut Screen,
     sink: &'a mut S,
-    /// Stop the parser once it is back at rest.
-    stop: bool,
 }
 
 fn param(params: &vte::Params, i: usize, default: usize) -> usize {
@@ -472,10 +470,6 @@ impl<S: Sink> vte::Perform for Perf<'_, S> {
     }
 
     fn hook(&mut self, _: &vte::Params, _: &[u8], _: bool, _: char) {}
-
-    fn terminated(&self) -> bool {
-        self.stop && self.screen.ground
-    }
 }
 
 /// Bytes that send a line to the slow path: C0 controls but `\t` and `\n`,
@@ -633,16 +627,14 @@ impl Terminal {
         self.screen.end += piece.len() as u64;
         let mut rest = piece;
         while !rest.is_empty() {
-            if rest[0] != 0x1B {
+            if rest[0] != 0x1B && self.screen.ground {
                 // At rest, printable text goes straight to the row; a
                 // control or a character the fast rules do not cover goes
                 // to the parser whole, one at a time.
-                if self.screen.ground {
-                    let n = self.text_run(sink, rest);
-                    if n > 0 {
-                        rest = &rest[n..];
-                        continue;
-                    }
+                let n = self.text_run(sink, rest);
+                if n > 0 {
+                    rest = &rest[n..];
+                    continue;
                 }
                 // The lead byte and the continuation bytes that follow it.
                 let width = crate::measure::utf8_width(rest[0]).max(1);
@@ -654,49 +646,44 @@ impl Terminal {
                 let mut perf = Perf {
                     screen: &mut self.screen,
                     sink: &mut *sink,
-                    stop: false,
                 };
                 let n = match std::str::from_utf8(&rest[..k]) {
-                    // Not a character, at rest: one U+FFFD for each maximal
-                    // invalid part, as the parser prints them, but now (the
-                    // parser would wait for bytes that cannot complete it).
-                    Err(e) if perf.screen.ground => {
-                        vte::Perform::print(&mut perf, '\u{FFFD}');
-                        e.error_len().unwrap_or(k).max(1)
-                    }
-                    // A character, or bytes inside a sequence or string,
-                    // where the parser takes them one by one.
-                    _ => {
-                        let k = if perf.screen.ground {
-                            k
-                        } else {
-                            k.min(perf.screen.esc_left.max(1))
-                        };
+                    Ok(_) => {
                         self.parser.advance(&mut perf, &rest[..k]);
                         k
                     }
+                    // Not a character: one U+FFFD for each maximal invalid
+                    // part, as the parser prints them, but now (the parser
+                    // would wait for bytes that cannot complete it).
+                    Err(e) => {
+                        vte::Perform::print(&mut perf, '\u{FFFD}');
+                        e.error_len().unwrap_or(k).max(1)
+                    }
                 };
-                self.spend_escape(sink, n);
                 rest = &rest[n..];
                 continue;
             }
-            // An escape sequence: the parser takes it up to its end (or to
-            // the next ESC), so `ground` is known after it.
-            self.screen.ground = false;
-            self.screen.esc_left = crate::preview::MAX_ESCAPE;
+            // An escape sequence (or the rest of one): the parser takes it
+            // a byte at a time until it is at rest again, at the next ESC,
+            // or at the sequence's cap. A byte at a time, the parser never
+            // holds part of a character that a later call would complete
+            // together with more bytes.
+            if rest[0] == 0x1B {
+                self.screen.ground = false;
+                self.screen.esc_left = crate::preview::MAX_ESCAPE;
+            }
             let next = memchr::memchr(0x1B, &rest[1..])
                 .map_or(rest.len(), |i| i + 1)
-                .min(self.screen.esc_left);
-            let mut perf = Perf {
-                screen: &mut self.screen,
-                sink: &mut *sink,
-                stop: true,
-            };
-            let n = self
-                .parser
-                .advance_until_terminated(&mut perf, &rest[..next])
-                .max(1)
-                .min(rest.len());
+                .min(self.screen.esc_left.max(1));
+            let mut n = 0;
+            while n < next && (n == 0 || !self.screen.ground) {
+                let mut perf = Perf {
+                    screen: &mut self.screen,
+                    sink: &mut *sink,
+                };
+                self.parser.advance(&mut perf, &rest[n..n + 1]);
+                n += 1;
+            }
             self.spend_escape(sink, n);
             rest = &rest[n..];
         }
@@ -720,7 +707,6 @@ impl Terminal {
             let mut perf = Perf {
                 screen: &mut self.screen,
                 sink: &mut *sink,
-                stop: false,
             };
             self.parser.advance(&mut perf, b"\x18");
             self.screen.ground = true;
@@ -813,7 +799,6 @@ impl Terminal {
             let mut perf = Perf {
                 screen: &mut self.screen,
                 sink: &mut *sink,
-                stop: false,
             };
             // The parser holds the bytes; end them as one bad character.
             self.parser.advance(&mut perf, b"\x18");
