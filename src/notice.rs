@@ -536,15 +536,12 @@ pub(crate) fn pointer_hint(
     Ok(out)
 }
 
-/// The longest notice any input could produce with these templates, given the
-/// length of an object path. Used to reject budgets too small for a notice.
-pub(crate) fn worst_case_len(templates: &NoticeTemplates, path_len: usize) -> (usize, usize) {
-    let id = "blake3:".to_string() + &"f".repeat(64);
-    let path = "p".repeat(path_len);
-    let error = "e".repeat(MAX_ERROR_BYTES);
-    let mut worst = (0, 0);
+/// Every notice the templates can render, with the widest numbers, for an
+/// id, a path and an error (stored, and not stored, for each kind).
+fn bound_notices(templates: &NoticeTemplates, id: &str, path: &str, error: &str) -> Vec<String> {
+    let mut out = Vec::new();
     for kind in [Kind::Omitted, Kind::Binary, Kind::Lossy] {
-        for location in [Ok((id.as_str(), path.as_str())), Err(error.as_str())] {
+        for location in [Ok((id, path)), Err(error)] {
             // An output that could not be stored has no stored part, so no
             // note about bytes that were not stored (as the stage renders it).
             let stored = if location.is_ok() { u64::MAX } else { 0 };
@@ -558,14 +555,24 @@ pub(crate) fn worst_case_len(templates: &NoticeTemplates, path_len: usize) -> (u
                 invalid_utf8: true,
                 pointer: "",
             };
-            let text = facts.render(templates, kind);
-            worst.0 = worst.0.max(text.len());
-            worst.1 = worst
-                .1
-                .max(text.bytes().filter(|&b| b == b'\n').count() + 1);
+            out.push(facts.render(templates, kind));
         }
     }
-    worst
+    out
+}
+
+/// The longest notice any input could produce with these templates, given the
+/// length of an object path. Used to reject budgets too small for a notice.
+pub(crate) fn worst_case_len(templates: &NoticeTemplates, path_len: usize) -> (usize, usize) {
+    let id = "blake3:".to_string() + &"f".repeat(64);
+    let path = "p".repeat(path_len);
+    let error = "e".repeat(MAX_ERROR_BYTES);
+    bound_notices(templates, &id, &path, &error)
+        .iter()
+        .fold((0, 0), |(bytes, lines), text| {
+            let n = text.bytes().filter(|&b| b == b'\n').count() + 1;
+            (bytes.max(text.len()), lines.max(n))
+        })
 }
 
 /// The most tokens a notice of `templates` can take under `tokenizer`, with
@@ -578,24 +585,11 @@ pub(crate) fn worst_case_tokens(
     let id = "blake3:".to_string() + &"0f9e2d7c4b1a8e3d".repeat(4);
     let path: String = "/a-9".repeat(path_len / 4 + 1)[..path_len].to_string();
     let error: String = "no, 1 ".repeat(MAX_ERROR_BYTES / 6);
-    let mut worst = 0;
-    for kind in [Kind::Omitted, Kind::Binary, Kind::Lossy] {
-        for location in [Ok((id.as_str(), path.as_str())), Err(error.as_str())] {
-            let stored = if location.is_ok() { u64::MAX } else { 0 };
-            let facts = Facts {
-                total_bytes: u64::MAX,
-                total_lines: u64::MAX,
-                cut: Cut::Bound,
-                location,
-                stored_bytes: stored,
-                unstored_bytes: stored,
-                invalid_utf8: true,
-                pointer: "",
-            };
-            let text = facts.render(templates, kind);
-            worst = worst.max(tokenizer.count(&text));
-        }
-    }
+    let worst = bound_notices(templates, &id, &path, &error)
+        .iter()
+        .map(|t| tokenizer.count(t))
+        .max()
+        .unwrap_or(0);
     worst + 16
 }
 

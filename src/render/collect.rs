@@ -82,28 +82,6 @@ impl Sink for Collector {
             self.full = true;
         }
     }
-
-    fn block(&mut self, text: &str, raw: u64, line: u64) {
-        let mut raw = raw;
-        let mut rest = text;
-        for line in line.. {
-            if self.full || rest.is_empty() {
-                return;
-            }
-            let end = memchr::memchr(b'\n', rest.as_bytes()).map_or(rest.len(), |i| i + 1);
-            let l = &rest[..end];
-            let span = Span {
-                raw,
-                raw_end: raw + l.len() as u64,
-                line,
-                starts_line: true,
-                exact: true,
-            };
-            self.line(l.strip_suffix('\n').unwrap_or(l), true, span);
-            raw += l.len() as u64;
-            rest = &rest[end..];
-        }
-    }
 }
 
 /// Takes every rendered line, repeats folded (the rendering of the last
@@ -118,21 +96,6 @@ impl Sink for TailCollector {
     fn line(&mut self, text: &str, newline: bool, span: Span) {
         self.folder
             .push(&mut self.side, text, newline, span, span.line);
-    }
-
-    fn block(&mut self, text: &str, raw: u64, line: u64) {
-        let mut raw = raw;
-        for (line, l) in (line..).zip(text.split_inclusive('\n')) {
-            let span = Span {
-                raw,
-                raw_end: raw + l.len() as u64,
-                line,
-                starts_line: true,
-                exact: true,
-            };
-            self.line(l.strip_suffix('\n').unwrap_or(l), true, span);
-            raw += l.len() as u64;
-        }
     }
 }
 

@@ -30,6 +30,21 @@ pub(crate) struct RawAt {
     pub line_before: u64,
 }
 
+impl RawAt {
+    /// The start of a piece.
+    fn start_of(s: Span) -> RawAt {
+        RawAt {
+            raw: s.raw,
+            line: s.line,
+            line_before: if s.starts_line {
+                s.line.saturating_sub(1)
+            } else {
+                s.line
+            },
+        }
+    }
+}
+
 impl Side {
     pub(crate) fn push(&mut self, text: &str, newline: bool, span: Span, last_line: u64) {
         self.anchors.push(Anchor {
@@ -58,15 +73,7 @@ impl Side {
         let (_, a) = self.anchor(pos)?;
         let s = a.span;
         if pos == a.at || !s.exact {
-            return Some(RawAt {
-                raw: s.raw,
-                line: s.line,
-                line_before: if s.starts_line {
-                    s.line.saturating_sub(1)
-                } else {
-                    s.line
-                },
-            });
+            return Some(RawAt::start_of(s));
         }
         Some(self.exact_at(a, pos))
     }
@@ -77,15 +84,7 @@ impl Side {
         let (i, a) = self.anchor(pos)?;
         let s = a.span;
         if pos == a.at {
-            return Some(RawAt {
-                raw: s.raw,
-                line: s.line,
-                line_before: if s.starts_line {
-                    s.line.saturating_sub(1)
-                } else {
-                    s.line
-                },
-            });
+            return Some(RawAt::start_of(s));
         }
         if s.exact {
             return Some(self.exact_at(a, pos));

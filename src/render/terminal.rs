@@ -65,8 +65,22 @@ pub(crate) trait Sink {
     /// A finished line (`newline`) or a piece of an over-long one.
     fn line(&mut self, text: &str, newline: bool, span: Span);
     /// A run of whole plain lines, rendered text equal to the raw bytes,
-    /// starting at the start of raw line `line`, raw offset `raw`.
-    fn block(&mut self, text: &str, raw: u64, line: u64);
+    /// starting at the start of raw line `line`, raw offset `raw`. By
+    /// default, each of its lines in turn.
+    fn block(&mut self, text: &str, raw: u64, line: u64) {
+        let mut raw = raw;
+        for (line, l) in (line..).zip(text.split_inclusive('\n')) {
+            let span = Span {
+                raw,
+                raw_end: raw + l.len() as u64,
+                line,
+                starts_line: true,
+                exact: true,
+            };
+            self.line(l.strip_suffix('\n').unwrap_or(l), true, span);
+            raw += l.len() as u64;
+        }
+    }
 }
 
 #[derive(Clone, Debug)]

@@ -15,26 +15,6 @@ impl Sink for Text {
         }
         self.spans.push((text.to_owned(), span));
     }
-
-    fn block(&mut self, text: &str, raw: u64, line: u64) {
-        // One span a line, as the slow path gives.
-        let mut raw = raw;
-        for (line, l) in (line..).zip(text.split_inclusive('\n')) {
-            let body = &l[..l.len() - 1];
-            self.spans.push((
-                body.to_owned(),
-                Span {
-                    raw,
-                    raw_end: raw + l.len() as u64,
-                    line,
-                    starts_line: true,
-                    exact: true,
-                },
-            ));
-            raw += l.len() as u64;
-        }
-        self.out.push_str(text);
-    }
 }
 
 fn render_chunks(input: &[u8], chunk: usize) -> Text {
