@@ -164,6 +164,10 @@ impl Store {
     ///
     /// An I/O error listing the temp directory.
     pub fn clean_temp(&self, grace: Duration) -> Result<usize, StoreError> {
+        #[cfg(feature = "s3")]
+        if let Some(r) = self.remote() {
+            return r.clean_temp(grace);
+        }
         let dir = self.tmp_dir();
         let entries = match fs::read_dir(dir) {
             Ok(e) => e,
@@ -209,6 +213,10 @@ impl Store {
         temp_grace: Duration,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<VerifyReport, StoreError> {
+        #[cfg(feature = "s3")]
+        if let Some(r) = self.remote() {
+            return r.verify_all(temp_grace, progress);
+        }
         let objects = self.list()?;
         let mut report = VerifyReport::default();
         for (i, obj) in objects.iter().enumerate() {
@@ -331,6 +339,10 @@ impl Store {
         opts: &GcOptions,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<GcReport, StoreError> {
+        #[cfg(feature = "s3")]
+        if let Some(r) = self.remote() {
+            return r.gc(opts, progress);
+        }
         let started = SystemTime::now();
         let mut objects = self.list()?;
         objects.sort_by_key(|o| o.modified.unwrap_or(SystemTime::UNIX_EPOCH));
@@ -433,6 +445,10 @@ impl Store {
     ///
     /// An I/O error listing the store.
     pub fn stats(&self) -> Result<Stats, StoreError> {
+        #[cfg(feature = "s3")]
+        if let Some(r) = self.remote() {
+            return r.stats();
+        }
         let objects = self.list()?;
         Ok(Stats {
             objects: objects.len(),

@@ -62,6 +62,8 @@ mod maintain;
 mod object;
 mod pointer;
 mod read;
+#[cfg(feature = "s3")]
+mod remote;
 mod seam;
 mod write;
 
@@ -155,6 +157,23 @@ pub enum StoreError {
         /// What was asked for, and what the object has.
         detail: String,
     },
+    /// A request to remote object storage failed.
+    Remote {
+        /// What was being done, such as `"publish"`.
+        op: &'static str,
+        /// The URL it was done to (`s3://BUCKET/KEY`).
+        target: String,
+        /// What kind of failure it is.
+        kind: StoreErrorKind,
+        /// The client's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The store's location or its settings cannot be used: a malformed
+    /// `s3://` URL, missing credentials, a build without S3 support.
+    Config {
+        /// What is wrong, naming what is missing.
+        reason: String,
+    },
 }
 
 impl fmt::Display for StoreError {
@@ -180,6 +199,10 @@ impl fmt::Display for StoreError {
                 write!(f, "{} is not a {expected}", path.display())
             }
             StoreError::OutOfRange { detail } => f.write_str(detail),
+            StoreError::Remote {
+                op, target, source, ..
+            } => write!(f, "{op} {target}: {source}"),
+            StoreError::Config { reason } => f.write_str(reason),
         }
     }
 }
@@ -207,14 +230,16 @@ pub enum StoreErrorKind {
     Corrupt,
     /// A range lies outside the object.
     OutOfRange,
-    /// Any other I/O error.
+    /// Any other I/O error (for a remote store: any other failed request).
     OtherIo,
+    /// The store's location or settings cannot be used.
+    Config,
 }
 
 impl StoreErrorKind {
     /// The kind's stable name, as in JSON: `no_space`, `permission_denied`,
     /// `read_only`, `not_regular_file`, `not_found`, `ambiguous`, `corrupt`,
-    /// `out_of_range`, `other_io`.
+    /// `out_of_range`, `other_io`, `config`.
     pub fn name(self) -> &'static str {
         match self {
             StoreErrorKind::NoSpace => "no_space",
@@ -226,6 +251,7 @@ impl StoreErrorKind {
             StoreErrorKind::Corrupt => "corrupt",
             StoreErrorKind::OutOfRange => "out_of_range",
             StoreErrorKind::OtherIo => "other_io",
+            StoreErrorKind::Config => "config",
         }
     }
 }
@@ -240,6 +266,7 @@ impl std::error::Error for StoreError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             StoreError::Io { source, .. } => Some(source),
+            StoreError::Remote { source, .. } => Some(&**source),
             _ => None,
         }
     }
@@ -282,6 +309,8 @@ impl StoreError {
                 StoreErrorKind::NotRegularFile
             }
             StoreError::OutOfRange { .. } => StoreErrorKind::OutOfRange,
+            StoreError::Remote { kind, .. } => *kind,
+            StoreError::Config { .. } => StoreErrorKind::Config,
         }
     }
 
@@ -303,6 +332,9 @@ struct Inner {
     quarantine: PathBuf,
     counter: AtomicU64,
     seam: Seam,
+    /// An S3 store: its bucket, client and cache. `root` is then its URL.
+    #[cfg(feature = "s3")]
+    remote: Option<Arc<remote::Remote>>,
 }
 
 /// A handle on a store directory. Cheap to clone; safe to share between
@@ -321,7 +353,7 @@ struct Inner {
 #[derive(Clone, Debug)]
 pub struct Store(Arc<Inner>);
 
-fn now_nanos() -> u128 {
+pub(crate) fn now_nanos() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos())
@@ -354,7 +386,73 @@ impl Store {
             root,
             counter: AtomicU64::new(0),
             seam: Seam::default(),
+            #[cfg(feature = "s3")]
+            remote: None,
         })))
+    }
+
+    /// The store a location names: `s3://BUCKET/PREFIX` for S3-compatible
+    /// object storage (the `s3` feature), anything else a directory as for
+    /// [`Store::open`].
+    ///
+    /// An S3 store reads its endpoint, region and credentials from the
+    /// standard AWS variables and files: `AWS_ENDPOINT_URL` (or
+    /// `AWS_ENDPOINT_URL_S3`), `AWS_REGION` (or `AWS_DEFAULT_REGION`),
+    /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
+    /// `AWS_PROFILE` with `~/.aws/credentials` and `~/.aws/config`. Plain
+    /// HTTP is allowed only for an endpoint on this machine or with
+    /// `AWS_ALLOW_HTTP=true`. Its local cache of verified objects is
+    /// `SPILLWAY_S3_CACHE` (default `~/.cache/spillway/s3`), bounded by
+    /// `SPILLWAY_S3_CACHE_BYTES` (default 1 GiB). Nothing is sent until the
+    /// first operation.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Config`] for a malformed URL, a setting that is
+    /// missing or wrong (the message names it), or an `s3://` location in a
+    /// build without the `s3` feature.
+    pub fn open_url(location: &str) -> Result<Store, StoreError> {
+        if location.starts_with("s3://") {
+            #[cfg(feature = "s3")]
+            return remote::open_location(location);
+            #[cfg(not(feature = "s3"))]
+            return Err(StoreError::Config {
+                reason: format!(
+                    "{location}: this build of spillway has no S3 support (the `s3` cargo feature)"
+                ),
+            });
+        }
+        Store::open(location)
+    }
+
+    #[cfg(feature = "s3")]
+    fn with_remote(remote: Arc<remote::Remote>) -> Store {
+        let root = PathBuf::from(remote.display());
+        let base = root.join(LAYOUT_VERSION);
+        Store(Arc::new(Inner {
+            objects: base.join("objects"),
+            tmp: base.join("tmp"),
+            quarantine: base.join("quarantine"),
+            base,
+            root,
+            counter: AtomicU64::new(0),
+            seam: Seam::default(),
+            remote: Some(remote),
+        }))
+    }
+
+    /// The remote backend, for an S3 store.
+    #[cfg(feature = "s3")]
+    pub(crate) fn remote(&self) -> Option<&Arc<remote::Remote>> {
+        self.0.remote.as_ref()
+    }
+
+    /// Whether this store is remote (an `s3://` location).
+    pub fn is_remote(&self) -> bool {
+        #[cfg(feature = "s3")]
+        return self.0.remote.is_some();
+        #[cfg(not(feature = "s3"))]
+        false
     }
 
     #[cfg(feature = "test-seams")]
@@ -368,6 +466,8 @@ impl Store {
             quarantine: i.quarantine.clone(),
             counter: AtomicU64::new(0),
             seam,
+            #[cfg(feature = "s3")]
+            remote: i.remote.clone(),
         }))
     }
 
@@ -393,7 +493,7 @@ impl Store {
         &self.0.seam
     }
 
-    /// The root directory.
+    /// The root directory (for an S3 store, its `s3://` URL).
     pub fn root(&self) -> &Path {
         &self.0.root
     }
@@ -415,6 +515,10 @@ impl Store {
 
     /// Where an object of this id and encoding lives.
     pub fn object_path(&self, id: &ContentId, encoding: Encoding) -> PathBuf {
+        #[cfg(feature = "s3")]
+        if let Some(r) = self.remote() {
+            return r.url_of(&r.object_key(id, encoding));
+        }
         let hex = id.to_hex();
         let mut name = hex[2..].to_string();
         name.push_str(encoding.suffix());
@@ -552,6 +656,12 @@ impl Store {
     /// [`StoreError`] when the object cannot be written or published.
     pub fn put(&self, bytes: &[u8], opts: WriteOptions) -> Result<StoredObject, StoreError> {
         let id = ContentId::of(bytes);
+        #[cfg(feature = "s3")]
+        if let Some(r) = self.remote() {
+            if let Some(hit) = r.dedup_hit(&id, Some(bytes.len() as u64))? {
+                return Ok(hit);
+            }
+        }
         if let Some(hit) = self.dedup_hit(&id)? {
             return Ok(hit);
         }
@@ -567,6 +677,10 @@ impl Store {
     /// points at that file afterwards. gc, for its part, restores an object
     /// whose mtime moved after gc started (see [`Store::gc`]).
     pub(crate) fn dedup_hit(&self, id: &ContentId) -> Result<Option<StoredObject>, StoreError> {
+        #[cfg(feature = "s3")]
+        if let Some(r) = self.remote() {
+            return r.dedup_hit(id, None);
+        }
         for encoding in Encoding::ALL {
             let path = self.object_path(id, encoding);
             let file = match open_regular(self.root(), &path) {

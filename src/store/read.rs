@@ -228,6 +228,10 @@ impl Store {
     /// [`StoreError::NotFound`], or [`StoreError::Symlink`] /
     /// [`StoreError::WrongKind`] for a hostile object path.
     pub fn locate(&self, id: &ContentId) -> Result<(PathBuf, Encoding), StoreError> {
+        #[cfg(feature = "s3")]
+        if let Some(r) = self.remote() {
+            return r.locate(id);
+        }
         for encoding in Encoding::ALL {
             let path = self.object_path(id, encoding);
             match fs::symlink_metadata(&path) {
@@ -248,6 +252,10 @@ impl Store {
     ///
     /// [`StoreError::NotFound`] or [`StoreError::Ambiguous`].
     pub fn resolve(&self, prefix: &IdPrefix) -> Result<ContentId, StoreError> {
+        #[cfg(feature = "s3")]
+        if let Some(r) = self.remote() {
+            return r.resolve(prefix);
+        }
         if let Some(id) = prefix.full() {
             return self.locate(&id).map(|_| id);
         }
@@ -367,6 +375,10 @@ impl Store {
         out: &mut dyn io::Write,
     ) -> Result<ReadReport, StoreError> {
         const HOLD: usize = 8 << 20;
+        #[cfg(feature = "s3")]
+        if let Some(r) = self.remote() {
+            return r.with_cache(id, &mut |cache| cache.read_into(id, sel, out));
+        }
         let FirstPass { held, report, info } = self.first_pass(id, sel, HOLD)?;
         let write_err = |e: io::Error| StoreError::Io {
             op: "write output",
@@ -409,6 +421,10 @@ impl Store {
         f: &mut dyn FnMut(Option<&[u8]>),
     ) -> Result<StoredObject, StoreError> {
         let mut first_error = None;
+        #[cfg(feature = "s3")]
+        if let Some(r) = self.remote() {
+            return r.scan_good(id, f);
+        }
         for encoding in Encoding::ALL {
             let path = self.object_path(id, encoding);
             match self.scan(id, &path, encoding, &mut |chunk| f(Some(chunk))) {
@@ -552,6 +568,10 @@ impl Store {
     /// An I/O error listing a directory. A store that does not exist yet is
     /// empty, not an error.
     pub fn list(&self) -> Result<Vec<StoredObject>, StoreError> {
+        #[cfg(feature = "s3")]
+        if let Some(r) = self.remote() {
+            return Ok(r.list_objects()?.into_iter().map(|(o, _)| o).collect());
+        }
         let mut out = Vec::new();
         if !self.real_dirs_exist()? {
             return Ok(out);

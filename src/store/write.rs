@@ -3,6 +3,8 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+#[cfg(feature = "s3")]
+use std::sync::Arc;
 
 use super::seam::{FaultPoint, Op, Seam};
 use super::{
@@ -127,12 +129,33 @@ const MIN_SAMPLE: usize = 4 << 10;
 /// one single-threaded frame.
 const MULTITHREAD_AFTER: u64 = 8 << 20;
 
-type ZstdEncoder = zstd::stream::write::Encoder<'static, FileSink>;
+/// Where the stored bytes go: a temp file, or an upload to S3.
+enum Out {
+    File(FileSink),
+    #[cfg(feature = "s3")]
+    Upload(super::remote::Upload),
+}
+
+impl Write for Out {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Out::File(f) => f.write(buf),
+            #[cfg(feature = "s3")]
+            Out::Upload(u) => u.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+type ZstdEncoder = zstd::stream::write::Encoder<'static, Out>;
 
 enum Sink {
-    Raw(FileSink),
+    Raw(Out),
     /// zstd was asked for; the first data decides whether it pays.
-    Undecided(FileSink),
+    Undecided(Out),
     Zstd {
         encoder: ZstdEncoder,
         level: i32,
@@ -154,7 +177,10 @@ fn zstd_workers() -> u32 {
 /// Dropping a writer without finishing removes its temp file.
 pub struct ObjectWriter {
     store: Store,
-    temp: TempFile,
+    /// The local temp file (`None` for an upload).
+    temp: Option<TempFile>,
+    /// The temp file's path or the upload's temporary key, for errors.
+    label: PathBuf,
     sink: Option<Sink>,
     hasher: blake3::Hasher,
     block: Vec<u8>,
@@ -165,7 +191,7 @@ pub struct ObjectWriter {
 impl std::fmt::Debug for ObjectWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ObjectWriter")
-            .field("temp", &self.temp.path)
+            .field("temp", &self.label)
             .field("bytes", &self.bytes)
             .field("opts", &self.opts)
             .finish()
@@ -174,6 +200,25 @@ impl std::fmt::Debug for ObjectWriter {
 
 impl ObjectWriter {
     pub(crate) fn new(store: Store, opts: WriteOptions) -> Result<Self, StoreError> {
+        #[cfg(feature = "s3")]
+        if let Some(remote) = store.remote() {
+            let upload = super::remote::Upload::new(Arc::clone(remote));
+            let label = upload.label();
+            let out = Out::Upload(upload);
+            return Ok(ObjectWriter {
+                store,
+                temp: None,
+                label,
+                sink: Some(match opts.encoding() {
+                    Encoding::Raw => Sink::Raw(out),
+                    Encoding::Zstd => Sink::Undecided(out),
+                }),
+                hasher: blake3::Hasher::new(),
+                block: Vec::new(),
+                bytes: 0,
+                opts,
+            });
+        }
         let (path, file) = store.create_temp()?;
         let seam = store.seam().clone();
         let temp = TempFile {
@@ -181,21 +226,22 @@ impl ObjectWriter {
             live: true,
             seam: seam.clone(),
         };
-        let file = FileSink {
+        let file = Out::File(FileSink {
             file,
-            path,
+            path: path.clone(),
             written: 0,
             flushed_to: 0,
             early_writeback: opts.durability_mode() == Durability::Durable,
             seam,
-        };
+        });
         let sink = match opts.encoding() {
             Encoding::Raw => Sink::Raw(file),
             Encoding::Zstd => Sink::Undecided(file),
         };
         Ok(ObjectWriter {
             store,
-            temp,
+            temp: Some(temp),
+            label: path,
             sink: Some(sink),
             hasher: blake3::Hasher::new(),
             block: Vec::new(),
@@ -226,7 +272,7 @@ impl ObjectWriter {
         self.sink = Some(if pays {
             Sink::Zstd {
                 encoder: ZstdEncoder::new(file, self.opts.level())
-                    .map_err(StoreError::io("start zstd for", &self.temp.path))?,
+                    .map_err(StoreError::io("start zstd for", &self.label))?,
                 level: self.opts.level(),
                 frame_in: 0,
                 workers: false,
@@ -241,7 +287,7 @@ impl ObjectWriter {
     fn process(&mut self, data: &[u8]) -> Result<(), StoreError> {
         self.decide(data)?;
         self.hasher.update(data);
-        let path = &self.temp.path;
+        let path = &self.label;
         match self.sink.as_mut() {
             Some(Sink::Raw(f) | Sink::Undecided(f)) => {
                 f.write_all(data).map_err(StoreError::io("write", path))?
@@ -274,7 +320,7 @@ impl ObjectWriter {
         let Some(Sink::Zstd { encoder, level, .. }) = self.sink.take() else {
             return Ok(());
         };
-        let path = &self.temp.path;
+        let path = &self.label;
         let file = encoder
             .finish()
             .map_err(StoreError::io("finish zstd frame for", path))?;
@@ -352,8 +398,8 @@ impl ObjectWriter {
         self.flush_block()?;
         // An empty object is a zstd frame like any small one.
         self.decide(&[])?;
-        let path = self.temp.path.clone();
-        let file = match self.sink.take() {
+        let path = self.label.clone();
+        let out = match self.sink.take() {
             // `decide` above leaves no writer undecided.
             Some(Sink::Raw(f) | Sink::Undecided(f)) => f,
             Some(Sink::Zstd { encoder, .. }) => {
@@ -365,6 +411,14 @@ impl ObjectWriter {
                 f
             }
             None => return Err(after_failure(&path)),
+        };
+        let file = match out {
+            Out::File(file) => file,
+            #[cfg(feature = "s3")]
+            Out::Upload(upload) => {
+                let id = ContentId::from_hash(self.hasher.finalize());
+                return upload.publish(id, self.opts.encoding(), self.bytes);
+            }
         };
         if self.opts.durability_mode() == Durability::Durable {
             // An fsync error is final: the object is not published, and the
@@ -382,6 +436,9 @@ impl ObjectWriter {
         stored_bytes: u64,
         file: fs::File,
     ) -> Result<StoredObject, StoreError> {
+        let Some(mut temp) = self.temp.take() else {
+            return Err(after_failure(&self.label));
+        };
         if let Some(hit) = self.store.dedup_hit(&id)? {
             return Ok(hit);
         }
@@ -406,7 +463,7 @@ impl ObjectWriter {
             seam.check(FaultPoint::Publish)?;
             publish_no_clobber(from, to, &seam)
         };
-        match link(&self.temp.path, &dest) {
+        match link(&temp.path, &dest) {
             Ok(()) => {
                 // Mark it used now, through our own inode, then make sure the
                 // name still holds it: a gc that listed it before we linked
@@ -417,7 +474,7 @@ impl ObjectWriter {
                     if same_file(&file, &dest) {
                         break;
                     }
-                    match link(&self.temp.path, &dest) {
+                    match link(&temp.path, &dest) {
                         Ok(()) => {}
                         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                             if let Some(hit) = self.store.dedup_hit(&id)? {
@@ -435,18 +492,17 @@ impl ObjectWriter {
                     return Ok(hit);
                 }
                 seam.check(FaultPoint::Publish)
-                    .and_then(|()| fs::rename(&self.temp.path, &dest))
+                    .and_then(|()| fs::rename(&temp.path, &dest))
                     .map_err(StoreError::io("replace corrupt object", &dest))?;
-                seam.record(Op::Rename(&self.temp.path, &dest));
-                self.temp.live = false;
+                seam.record(Op::Rename(&temp.path, &dest));
+                temp.live = false;
             }
             Err(e) => return Err(StoreError::io("publish", &dest)(e)),
         }
-        if self.temp.live {
-            let temp = self.temp.path.clone();
-            self.temp
-                .remove()
-                .map_err(StoreError::io("remove temp file", &temp))?;
+        if temp.live {
+            let path = temp.path.clone();
+            temp.remove()
+                .map_err(StoreError::io("remove temp file", &path))?;
         }
         if self.opts.durability_mode() == Durability::Durable {
             self.store.sync_dir(&shard)?;

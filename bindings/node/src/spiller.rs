@@ -27,7 +27,7 @@ impl NativeSpiller {
         let config: spillway::PolicyConfig =
             serde_json::from_str(&config).map_err(|e| errors::coded("ERR_SPILLWAY_POLICY", e))?;
         let mut policy = config.build().map_err(errors::policy)?;
-        let store = spillway::Store::open(&store).map_err(errors::store)?;
+        let store = spillway::Store::open_url(&store).map_err(errors::store)?;
         if name_store {
             policy = policy.naming_store(store.root()).map_err(errors::policy)?;
         }

@@ -143,7 +143,7 @@ impl NativeStore {
     #[napi(constructor)]
     pub fn new(path: String) -> napi::Result<Self> {
         Ok(NativeStore {
-            inner: spillway::Store::open(path).map_err(errors::store)?,
+            inner: spillway::Store::open_url(&path).map_err(errors::store)?,
         })
     }
 

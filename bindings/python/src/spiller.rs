@@ -41,7 +41,7 @@ impl Spiller {
             serde_json::from_value(value).map_err(|e| errors::policy(py, e))?;
         let mut policy = config.build().map_err(|e| errors::policy(py, e))?;
         let store = py
-            .detach(|| spillway::Store::open(&store))
+            .detach(|| spillway::Store::open_url(&store.to_string_lossy()))
             .map_err(|e| errors::store(py, &e))?;
         if name_store {
             policy = policy

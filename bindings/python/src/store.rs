@@ -47,7 +47,7 @@ impl Store {
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         let inner = py
-            .detach(|| spillway::Store::open(&path))
+            .detach(|| spillway::Store::open_url(&path.to_string_lossy()))
             .map_err(|e| errors::store(py, &e))?;
         Ok(Store { inner })
     }

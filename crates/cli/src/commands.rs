@@ -44,7 +44,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         return Ok(2);
     }
     let eff = config::load(cli.store, cli.config, flags.as_ref())?;
-    let store = Store::open(&eff.store).context("store")?;
+    let store = Store::open_url(&eff.store.to_string_lossy()).context("store")?;
     let quiet = cli.quiet;
     match cli.command {
         Command::Apply(args) => apply(&eff, &store, args, quiet),

@@ -1,0 +1,403 @@
+//! The store's second backend: S3-compatible object storage through the
+//! `object_store` crate (the `s3` cargo feature).
+//!
+//! # Layout
+//!
+//! Keys mirror the local tree below the URL's prefix, and object bytes are
+//! the local files' bytes, so a store copied between backends with ordinary
+//! tools still verifies:
+//!
+//! ```text
+//! PREFIX/v1/objects/<h0h1>/<h2…h63>[.zst]   an object, as on disk
+//! PREFIX/v1/used/<h0h1>/<h2…h63>            empty; rewritten on a dedup hit (what gc reads)
+//! PREFIX/v1/tmp/<nanos>-<pid>-<n>.tmp        a large object being uploaded (multipart)
+//! PREFIX/v1/tmp/gc-<nanos>-<id>[.zst]        an object gc has set aside
+//! PREFIX/v1/quarantine/<h0h1…h63>[.zst].<nanos>  a corrupt object moved aside by verify
+//! ```
+//!
+//! # Writing
+//!
+//! An object of up to [`upload::PART`] stored bytes is held in memory and
+//! sent in one `PUT` with `If-None-Match: *`. A larger one streams to a
+//! temporary key as a multipart upload (parts of [`upload::PART`], a few in
+//! flight), which is completed and then copied to its object key by a
+//! conditional multipart copy (`If-None-Match: *` on completion), so an
+//! object's key only ever holds a whole object and an existing object is
+//! never overwritten: "already exists" is a dedup hit. A failed or dropped
+//! upload is aborted.
+//!
+//! # Reading
+//!
+//! A read downloads the whole object once into a local cache (a private
+//! local store), verifying its hash on the way; reads, ranges, grep and
+//! pointer lookups are then served from the verified copy, which every read
+//! hashes again as a local read does. The cache is bounded: least recently
+//! used objects leave it first.
+
+mod location;
+mod maintain;
+mod upload;
+mod uploads;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use object_store::aws::{AmazonS3Builder, S3CopyIfNotExists};
+use object_store::path::Path as Key;
+use object_store::{
+    ClientOptions, CopyMode, CopyOptions, ObjectMeta, ObjectStore, ObjectStoreExt, PutMode,
+    PutOptions, PutPayload, RetryConfig,
+};
+
+pub(crate) use location::{connection, Credentials, Env, ProcessEnv, S3Url};
+pub(crate) use upload::Upload;
+
+use super::{ContentId, Encoding, Store, StoreError, StoreErrorKind, StoredObject};
+
+/// The default bound on the local cache of verified objects: 1 GiB.
+pub const DEFAULT_CACHE_BYTES: u64 = 1 << 30;
+
+/// A bucket and prefix, the client that reaches them, and the local cache.
+pub(crate) struct Remote {
+    url: S3Url,
+    client: Arc<dyn ObjectStore>,
+    /// The same client, for what only S3 has (multipart listings).
+    s3: Arc<object_store::aws::AmazonS3>,
+    endpoint: Option<String>,
+    region: String,
+    client_options: ClientOptions,
+    rt: tokio::runtime::Runtime,
+    cache: Store,
+    cache_bytes: u64,
+    counter: AtomicU64,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("url", &self.url.display())
+            .field("cache", &self.cache.root())
+            .field("cache_bytes", &self.cache_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+fn config(reason: impl Into<String>) -> StoreError {
+    StoreError::Config {
+        reason: reason.into(),
+    }
+}
+
+impl Remote {
+    /// Opens `url` with the connection and cache settings `env` gives.
+    pub(crate) fn open(url: &str, env: &dyn Env) -> Result<Remote, StoreError> {
+        let url = S3Url::parse(url).map_err(config)?;
+        let conn = connection(env).map_err(config)?;
+        let client_options = ClientOptions::new()
+            .with_allow_http(conn.allow_http)
+            .with_connect_timeout(Duration::from_secs(5))
+            .with_timeout(Duration::from_secs(120));
+        let mut b = match &conn.credentials {
+            // The client's own chain: web identity, container endpoint.
+            Credentials::Ambient => AmazonS3Builder::from_env(),
+            Credentials::Keys { id, secret, token } => {
+                let b = AmazonS3Builder::new()
+                    .with_access_key_id(id)
+                    .with_secret_access_key(secret);
+                match token {
+                    Some(t) => b.with_token(t),
+                    None => b,
+                }
+            }
+        };
+        b = b
+            .with_bucket_name(&url.bucket)
+            .with_region(&conn.region)
+            .with_allow_http(conn.allow_http)
+            .with_copy_if_not_exists(S3CopyIfNotExists::Multipart)
+            .with_client_options(client_options.clone())
+            .with_retry(RetryConfig {
+                max_retries: 3,
+                retry_timeout: Duration::from_secs(20),
+                ..RetryConfig::default()
+            });
+        if let Some(e) = &conn.endpoint {
+            b = b.with_endpoint(e);
+        }
+        let client = b
+            .build()
+            .map_err(|e| config(format!("S3 client for {}: {e}", url.display())))?;
+        let (cache_dir, cache_bytes) = cache_settings(env, &url, conn.endpoint.as_deref())?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("spillway-s3")
+            .enable_all()
+            .build()
+            .map_err(|e| config(format!("start the S3 client's runtime: {e}")))?;
+        let s3 = Arc::new(client);
+        Ok(Remote {
+            url,
+            client: s3.clone(),
+            s3,
+            endpoint: conn.endpoint.clone(),
+            region: conn.region.clone(),
+            client_options,
+            rt,
+            cache: Store::open(cache_dir)?,
+            cache_bytes,
+            counter: AtomicU64::new(0),
+        })
+    }
+
+    /// `s3://BUCKET[/PREFIX]`.
+    pub(crate) fn display(&self) -> String {
+        self.url.display()
+    }
+
+    /// The key of `rel` below `PREFIX/v1/`.
+    fn key(&self, rel: &str) -> Key {
+        if self.url.prefix.is_empty() {
+            Key::from(format!("{}/{rel}", super::LAYOUT_VERSION))
+        } else {
+            Key::from(format!(
+                "{}/{}/{rel}",
+                self.url.prefix,
+                super::LAYOUT_VERSION
+            ))
+        }
+    }
+
+    /// `objects/<h0h1>/<rest>[.zst]`.
+    fn object_rel(id: &ContentId, encoding: Encoding) -> String {
+        let hex = id.to_hex();
+        format!("objects/{}/{}{}", &hex[..2], &hex[2..], encoding.suffix())
+    }
+
+    pub(crate) fn object_key(&self, id: &ContentId, encoding: Encoding) -> Key {
+        self.key(&Self::object_rel(id, encoding))
+    }
+
+    fn used_key(&self, id: &ContentId) -> Key {
+        let hex = id.to_hex();
+        self.key(&format!("used/{}/{}", &hex[..2], &hex[2..]))
+    }
+
+    /// A key as a path, as notices and listings print it: `s3://BUCKET/KEY`.
+    pub(crate) fn url_of(&self, key: &Key) -> PathBuf {
+        PathBuf::from(format!("s3://{}/{key}", self.url.bucket))
+    }
+
+    /// A fresh temporary key for an upload.
+    fn temp_key(&self) -> Key {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        self.key(&format!(
+            "tmp/{}-{}-{n}.tmp",
+            super::now_nanos(),
+            std::process::id()
+        ))
+    }
+
+    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
+
+    fn err(&self, op: &'static str, key: &Key, e: object_store::Error) -> StoreError {
+        remote_error(op, self.url_of(key).display().to_string(), e)
+    }
+
+    /// The object's metadata, or `None` when there is none.
+    pub(crate) fn head(&self, key: &Key) -> Result<Option<ObjectMeta>, StoreError> {
+        match self.block_on(self.client.head(key)) {
+            Ok(m) => Ok(Some(m)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.err("inspect", key, e)),
+        }
+    }
+
+    /// Creates `key` with `bytes` unless it exists: `Ok(false)` when it did.
+    fn put_create(&self, key: &Key, bytes: bytes::Bytes) -> Result<bool, StoreError> {
+        let opts = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        match self.block_on(self.client.put_opts(key, PutPayload::from(bytes), opts)) {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+            Err(e) => Err(self.err("publish", key, e)),
+        }
+    }
+
+    /// Copies `from` to `to` unless `to` exists: `Ok(false)` when it did.
+    fn copy_create(&self, from: &Key, to: &Key) -> Result<bool, StoreError> {
+        let opts = CopyOptions::default().with_mode(CopyMode::Create);
+        match self.block_on(self.client.copy_opts(from, to, opts)) {
+            Ok(()) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+            Err(e) => Err(self.err("publish", to, e)),
+        }
+    }
+
+    /// Removes `key`; one that is already gone is not an error.
+    fn delete(&self, key: &Key) -> Result<(), StoreError> {
+        match self.block_on(self.client.delete(key)) {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.err("remove", key, e)),
+        }
+    }
+
+    /// Every key below `rel`.
+    fn list(&self, rel: &str) -> Result<Vec<ObjectMeta>, StoreError> {
+        let prefix = self.key(rel);
+        self.block_on(async {
+            let mut stream = self.client.list(Some(&prefix));
+            let mut out = Vec::new();
+            while let Some(m) = stream.next().await {
+                out.push(m.map_err(|e| self.err("list", &prefix, e))?);
+            }
+            Ok(out)
+        })
+    }
+
+    /// Marks an object used now, for gc (see [`maintain`]).
+    fn touch(&self, id: &ContentId) -> Result<(), StoreError> {
+        let key = self.used_key(id);
+        self.block_on(self.client.put(&key, PutPayload::new()))
+            .map(|_| ())
+            .map_err(|e| self.err("mark used", &key, e))
+    }
+
+    /// An existing object of this id, marked used. Its bytes are not
+    /// downloaded: its size is checked against its encoding (a raw object
+    /// holds `bytes` bytes when the caller knows them), and reads verify
+    /// the whole object. The mark is written before the object is looked
+    /// at again, so a gc running meanwhile either sees the mark and puts
+    /// the object back or has removed it before the look (no hit then).
+    pub(crate) fn dedup_hit(
+        &self,
+        id: &ContentId,
+        bytes: Option<u64>,
+    ) -> Result<Option<StoredObject>, StoreError> {
+        let mut touched = false;
+        for encoding in Encoding::ALL {
+            let key = self.object_key(id, encoding);
+            let Some(mut meta) = self.head(&key)? else {
+                continue;
+            };
+            if encoding == Encoding::Raw && bytes.is_some_and(|b| b != meta.size) {
+                continue;
+            }
+            if encoding == Encoding::Zstd && meta.size < super::write::TRAILER_LEN as u64 {
+                continue;
+            }
+            if !touched {
+                self.touch(id)?;
+                touched = true;
+                match self.head(&key)? {
+                    Some(m) => meta = m,
+                    None => continue,
+                }
+            }
+            let total = match (encoding, bytes) {
+                (Encoding::Raw, _) => meta.size,
+                (_, Some(b)) => b,
+                (_, None) => self.trailer(&key, meta.size)?.unwrap_or(0),
+            };
+            return Ok(Some(StoredObject {
+                id: *id,
+                path: self.url_of(&key),
+                bytes: total,
+                stored_bytes: meta.size,
+                encoding,
+                truncated: false,
+                dedup: true,
+                modified: None,
+            }));
+        }
+        Ok(None)
+    }
+
+    /// The decompressed size a zstd object's trailer records.
+    fn trailer(&self, key: &Key, size: u64) -> Result<Option<u64>, StoreError> {
+        let len = super::write::TRAILER_LEN as u64;
+        if size < len {
+            return Ok(None);
+        }
+        let bytes = self
+            .block_on(self.client.get_range(key, size - len..size))
+            .map_err(|e| self.err("read", key, e))?;
+        Ok(super::write::parse_trailer(&bytes))
+    }
+
+    /// Where an object of this id is: its URL and encoding.
+    pub(crate) fn locate(&self, id: &ContentId) -> Result<(PathBuf, Encoding), StoreError> {
+        for encoding in Encoding::ALL {
+            let key = self.object_key(id, encoding);
+            if self.head(&key)?.is_some() {
+                return Ok((self.url_of(&key), encoding));
+            }
+        }
+        Err(StoreError::NotFound { id: id.to_string() })
+    }
+}
+
+/// A client error as a store error, with the kind a harness branches on.
+pub(crate) fn remote_error(op: &'static str, target: String, e: object_store::Error) -> StoreError {
+    let kind = match &e {
+        object_store::Error::NotFound { .. } => StoreErrorKind::NotFound,
+        object_store::Error::PermissionDenied { .. }
+        | object_store::Error::Unauthenticated { .. } => StoreErrorKind::PermissionDenied,
+        _ => StoreErrorKind::OtherIo,
+    };
+    StoreError::Remote {
+        op,
+        target,
+        kind,
+        source: Box::new(e),
+    }
+}
+
+/// The cache directory and its bound: `SPILLWAY_S3_CACHE` (a directory, of
+/// which each bucket and prefix gets its own part) else
+/// `$XDG_CACHE_HOME/spillway/s3` or `~/.cache/spillway/s3`; and
+/// `SPILLWAY_S3_CACHE_BYTES` (such as `512MiB`), 1 GiB by default.
+fn cache_settings(
+    env: &dyn Env,
+    url: &S3Url,
+    endpoint: Option<&str>,
+) -> Result<(PathBuf, u64), StoreError> {
+    let base = env
+        .var("SPILLWAY_S3_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| {
+            env.var("XDG_CACHE_HOME")
+                .map(|d| PathBuf::from(d).join("spillway").join("s3"))
+        })
+        .or_else(|| {
+            env.var("HOME")
+                .map(|h| PathBuf::from(h).join(".cache").join("spillway").join("s3"))
+        })
+        .ok_or_else(|| {
+            config("no cache directory for the S3 store: set SPILLWAY_S3_CACHE or HOME")
+        })?;
+    let tag = blake3::hash(
+        format!("{}\n{}\n{}", endpoint.unwrap_or(""), url.bucket, url.prefix).as_bytes(),
+    )
+    .to_hex();
+    let bytes = match env.var("SPILLWAY_S3_CACHE_BYTES") {
+        None => DEFAULT_CACHE_BYTES,
+        Some(v) => v
+            .parse::<crate::units::ByteSize>()
+            .map_err(|e| config(format!("SPILLWAY_S3_CACHE_BYTES: {e}")))?
+            .get(),
+    };
+    Ok((base.join(&tag.as_str()[..16]), bytes))
+}
+
+/// Opens the store a location names: `s3://BUCKET/PREFIX`, or a directory.
+pub(crate) fn open_location(location: &str) -> Result<Store, StoreError> {
+    let remote = Remote::open(location, &ProcessEnv)?;
+    Ok(Store::with_remote(Arc::new(remote)))
+}
