@@ -284,7 +284,27 @@ impl ObjectWriter {
         Ok(())
     }
 
+    /// Hashes, compresses and writes `data`. A large object's second zstd
+    /// frame starts at exactly [`MULTITHREAD_AFTER`] bytes, however the
+    /// input was split, so the same content gives the same object bytes.
     fn process(&mut self, data: &[u8]) -> Result<(), StoreError> {
+        if let Some(Sink::Zstd {
+            frame_in,
+            workers: false,
+            ..
+        }) = &self.sink
+        {
+            let room = MULTITHREAD_AFTER.saturating_sub(*frame_in);
+            if room > 0 && (data.len() as u64) > room {
+                let (a, b) = data.split_at(room as usize);
+                self.process_piece(a)?;
+                return self.process_piece(b);
+            }
+        }
+        self.process_piece(data)
+    }
+
+    fn process_piece(&mut self, data: &[u8]) -> Result<(), StoreError> {
         self.decide(data)?;
         self.hasher.update(data);
         let path = &self.label;

@@ -10,9 +10,11 @@ use spillway::{ByteRange, ByteSize, HumanDuration, LineRange, PolicyConfig};
 #[derive(Parser, Debug)]
 #[command(name = "spillway", version, about, long_about = None)]
 pub struct Cli {
-    /// The store directory. Default: the config file's `store`, else
+    /// The store: a directory, or `s3://BUCKET/PREFIX` for S3-compatible
+    /// object storage (endpoint, region and credentials from the AWS_*
+    /// variables and ~/.aws). Default: the config file's `store`, else
     /// $SPILLWAY_STORE, else $XDG_CACHE_HOME/spillway or ~/.cache/spillway.
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(long, global = true, value_name = "DIR|URL")]
     pub store: Option<PathBuf>,
 
     /// The config file (TOML). Default: $SPILLWAY_CONFIG, else
