@@ -39,7 +39,7 @@ export interface PolicyOptions {
 }
 
 export interface SpillerOptions extends PolicyOptions {
-  /** The store: a directory or a Store. Default: `$SPILLWAY_STORE`, else the CLI's default. */
+  /** The store: a directory, `s3://BUCKET/PREFIX`, or a Store. Default: `$SPILLWAY_STORE`, else the CLI's default. */
   store?: string | Store
 }
 

@@ -72,13 +72,18 @@ export function defaultStore() {
   return chooseStore(undefined).root
 }
 
+/** A directory made absolute; an `s3://BUCKET/PREFIX` URL as it is. */
+function location(store) {
+  return store.startsWith('s3://') ? store : path.resolve(store)
+}
+
 function chooseStore(store) {
   // `named`: the store was chosen, so notices name it, as the CLI's do.
   if (store instanceof Store) return { root: store.root, named: true }
-  if (typeof store === 'string') return { root: path.resolve(store), named: true }
+  if (typeof store === 'string') return { root: location(store), named: true }
   if (store !== undefined) throw invalid('store must be a directory path or a Store')
   const env = process.env
-  if (env.SPILLWAY_STORE) return { root: path.resolve(env.SPILLWAY_STORE), named: true }
+  if (env.SPILLWAY_STORE) return { root: location(env.SPILLWAY_STORE), named: true }
   if (env.XDG_CACHE_HOME) return { root: path.join(env.XDG_CACHE_HOME, 'spillway'), named: false }
   if (env.HOME) return { root: path.join(env.HOME, '.cache', 'spillway'), named: false }
   throw new SpillwayError('ERR_SPILLWAY_STORE', 'no store directory: pass { store } or set SPILLWAY_STORE', { kind: 'not_found' })
@@ -128,9 +133,9 @@ function bytes(what, value) {
 export class Store {
   #native
 
-  /** @param {string} root the store's directory (created private when first written) */
+  /** @param {string} root the store's directory (created private when first written), or `s3://BUCKET/PREFIX` */
   constructor(root) {
-    this.#native = root instanceof native.NativeStore ? root : call(() => new native.NativeStore(path.resolve(root)))
+    this.#native = root instanceof native.NativeStore ? root : call(() => new native.NativeStore(location(root)))
   }
 
   /** The store's directory. */

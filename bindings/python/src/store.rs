@@ -52,10 +52,11 @@ impl Store {
         Ok(Store { inner })
     }
 
-    /// The store's directory.
+    /// The store's directory, or its `s3://` URL (as text: a path would
+    /// fold the URL's `//`).
     #[getter]
-    fn root(&self) -> PathBuf {
-        self.inner.root().to_path_buf()
+    fn root(&self) -> String {
+        self.inner.root().to_string_lossy().into_owned()
     }
 
     /// The full id of the one object whose id starts with `prefix`.

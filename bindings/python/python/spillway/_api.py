@@ -50,21 +50,27 @@ def default_store() -> Path:
     """The store the CLI uses when given none: ``$SPILLWAY_STORE``, else
     ``$XDG_CACHE_HOME/spillway``, else ``~/.cache/spillway``."""
     path, _ = _default_store()
-    return path
+    return Path(path)
 
 
-def _default_store() -> "tuple[Path, bool]":
+def _location(store: PathLike) -> str:
+    # An ``s3://`` URL stays as written (a Path would fold its ``//``).
+    text = os.fspath(store)
+    return text if isinstance(text, str) else os.fsdecode(text)
+
+
+def _default_store() -> "tuple[str, bool]":
     # The second value says whether the store was chosen (not the built-in
     # default), in which case notices name it, as the CLI's do.
     env = os.environ.get("SPILLWAY_STORE")
     if env:
-        return Path(env), True
+        return env, True
     cache = os.environ.get("XDG_CACHE_HOME")
     if cache:
-        return Path(cache) / "spillway", False
+        return str(Path(cache) / "spillway"), False
     home = os.environ.get("HOME")
     if home:
-        return Path(home) / ".cache" / "spillway", False
+        return str(Path(home) / ".cache" / "spillway"), False
     raise StoreError("no store directory: pass store=... or set SPILLWAY_STORE")
 
 
@@ -106,7 +112,7 @@ class Store:
     __slots__ = ("_native",)
 
     def __init__(self, path: PathLike) -> None:
-        self._native = _spillway.Store(os.fspath(path))
+        self._native = _spillway.Store(_location(path))
 
     @classmethod
     def _wrap(cls, native: _spillway.Store) -> "Store":
@@ -116,8 +122,14 @@ class Store:
 
     @property
     def root(self) -> Path:
-        """The store's directory."""
+        """The store's directory (for an S3 store, see :attr:`location`)."""
         return Path(self._native.root)
+
+    @property
+    def location(self) -> str:
+        """Where the store is, as it was opened: a directory, or
+        ``s3://BUCKET/PREFIX``."""
+        return str(self._native.root)
 
     def read(
         self,
@@ -241,12 +253,12 @@ class Spiller:
         if notice is not None:
             config["notice"] = dict(notice)
         if isinstance(store, Store):
-            root, named = store.root, True
+            root, named = store.location, True
         elif store is None:
             root, named = _default_store()
         else:
-            root, named = Path(os.fspath(store)), True
-        self._native = _spillway.Spiller(str(root), config, named)
+            root, named = _location(store), True
+        self._native = _spillway.Spiller(root, config, named)
         self._store = Store._wrap(self._native.store())
 
     @property
