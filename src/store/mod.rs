@@ -657,12 +657,13 @@ impl Store {
     pub fn put(&self, bytes: &[u8], opts: WriteOptions) -> Result<StoredObject, StoreError> {
         let id = ContentId::of(bytes);
         #[cfg(feature = "s3")]
-        if let Some(r) = self.remote() {
-            if let Some(hit) = r.dedup_hit(&id, Some(bytes.len() as u64))? {
-                return Ok(hit);
-            }
-        }
-        if let Some(hit) = self.dedup_hit(&id)? {
+        let hit = match self.remote() {
+            Some(r) => r.dedup_hit(&id, Some(bytes.len() as u64))?,
+            None => self.dedup_hit(&id)?,
+        };
+        #[cfg(not(feature = "s3"))]
+        let hit = self.dedup_hit(&id)?;
+        if let Some(hit) = hit {
             return Ok(hit);
         }
         let mut w = self.writer(opts)?;

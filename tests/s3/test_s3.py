@@ -310,3 +310,17 @@ def test_errors_name_what_is_missing(tmp_path, moto, bucket):
     # A bucket that does not exist: a clear error, not an empty listing.
     p = spillway(["--store", "s3://no-such-bucket-here/x", "ls"], spill_env(moto.endpoint, tmp_path / "c"), check=False)
     assert p.returncode != 0 and b"no-such-bucket-here" in p.stderr
+
+
+def test_the_store_url_from_the_config_file_and_the_environment(tmp_path, moto, s3, bucket):
+    env = spill_env(moto.endpoint, tmp_path / "cache")
+    data = log_lines(3_000, 61)
+    config = tmp_path / "config.toml"
+    config.write_text(f'store = "{store_url(bucket)}"\n')
+    p = spillway(["--config", str(config), "apply", "--json", "--max-inline-bytes", "2KiB"], env, data)
+    out = json.loads(p.stdout)
+    assert object_key(out) in keys(s3, bucket, "objects/")
+    env["SPILLWAY_STORE"] = store_url(bucket)
+    listed = json.loads(spillway(["ls", "--json"], env).stdout)
+    assert [o["id"] for o in listed] == [out["spill"]["id"]]
+    assert f"--store {store_url(bucket)} show" in spillway(["apply", "--max-inline-bytes", "2KiB"], env, data).stdout.decode()

@@ -391,6 +391,21 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Any text is either refused with a message or parsed into a URL
+        /// that prints back to itself (less trailing slashes), never a panic.
+        #[test]
+        fn any_url_is_refused_or_round_trips(s in "s3://[a-z0-9.\\-_A-Z/]{0,40}|.{0,40}") {
+            match S3Url::parse(&s) {
+                Ok(u) => {
+                    proptest::prop_assert_eq!(S3Url::parse(&u.display()), Ok(u.clone()));
+                    proptest::prop_assert!(!u.prefix.starts_with('/') && !u.prefix.ends_with('/'));
+                }
+                Err(e) => proptest::prop_assert!(!e.is_empty()),
+            }
+        }
+    }
+
     #[test]
     fn loopback_hosts() {
         for h in ["127.0.0.1:5000", "localhost", "[::1]:9000/x", "127.1.2.3"] {
