@@ -18,7 +18,7 @@ pub(crate) const PART: usize = 8 << 20;
 
 /// Parts uploading at once. With the part being filled, memory is bounded
 /// by `(IN_FLIGHT + 1) × PART`.
-const IN_FLIGHT: usize = 8;
+const IN_FLIGHT: usize = 4;
 
 /// How often publishing is tried when a concurrent gc removes the object
 /// between "it exists" and "it is still there".
