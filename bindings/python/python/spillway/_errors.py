@@ -23,8 +23,9 @@ class StoreError(SpillwayError, OSError):
 
     ``kind`` is a stable name to branch on: ``no_space``,
     ``permission_denied``, ``read_only``, ``not_regular_file``,
-    ``not_found``, ``ambiguous``, ``corrupt``, ``out_of_range`` or
-    ``other_io``.
+    ``not_found``, ``ambiguous``, ``corrupt``, ``out_of_range``,
+    ``other_io`` (for an S3 store also any other failed request) or
+    ``config`` (a malformed ``s3://`` URL or a missing setting).
 
     When a stage could not store an over-budget output and its policy says
     ``on_store_error="fail"``, ``outcome`` is the bounded preview all the
