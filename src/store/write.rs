@@ -432,6 +432,8 @@ impl ObjectWriter {
             }
             None => return Err(after_failure(&path)),
         };
+        // Without the `s3` feature a file is the only destination.
+        #[allow(clippy::infallible_destructuring_match)]
         let file = match out {
             Out::File(file) => file,
             #[cfg(feature = "s3")]
