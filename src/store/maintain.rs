@@ -152,6 +152,51 @@ fn listed<S: serde::Serializer>(objects: &[StoredObject], s: S) -> Result<S::Ok,
     seq.end()
 }
 
+/// gc's choice, the same for both backends: least recently used first (by
+/// `modified`), never what `opts.keep` names, until the store is within
+/// `max_bytes` and holds nothing unused for longer than `max_age` (ages
+/// from `started`). `remove` takes a victim away and says whether it is
+/// gone (not when a writer reused it); a dry run calls it never.
+pub(crate) fn choose_and_remove(
+    mut objects: Vec<StoredObject>,
+    started: SystemTime,
+    opts: &GcOptions,
+    progress: &mut dyn FnMut(usize, usize),
+    remove: &mut dyn FnMut(&StoredObject, &mut GcReport) -> Result<bool, StoreError>,
+) -> Result<GcReport, StoreError> {
+    objects.sort_by_key(|o| o.modified.unwrap_or(SystemTime::UNIX_EPOCH));
+    let mut total: u64 = objects.iter().map(|o| o.stored_bytes).sum();
+    let mut report = GcReport::default();
+    let mut remaining = objects.len();
+    let n = objects.len();
+    for (i, obj) in objects.into_iter().enumerate() {
+        progress(i + 1, n);
+        if opts.keep.keeps(&obj.id) {
+            report.kept_referenced += 1;
+            continue;
+        }
+        let age = obj
+            .modified
+            .and_then(|m| started.duration_since(m).ok())
+            .unwrap_or_default();
+        let too_old = opts.max_age.is_some_and(|a| age > a);
+        let over = opts.max_bytes.is_some_and(|m| total > m);
+        if !too_old && !over {
+            continue;
+        }
+        if !opts.dry_run && !remove(&obj, &mut report)? {
+            continue;
+        }
+        total -= obj.stored_bytes;
+        remaining -= 1;
+        report.freed_bytes += obj.stored_bytes;
+        report.removed.push(obj);
+    }
+    report.remaining_objects = remaining;
+    report.remaining_bytes = total;
+    Ok(report)
+}
+
 fn count_files(dir: &std::path::Path) -> usize {
     fs::read_dir(dir).map_or(0, |d| d.flatten().count())
 }
@@ -344,40 +389,13 @@ impl Store {
             return r.gc(opts, progress);
         }
         let started = SystemTime::now();
-        let mut objects = self.list()?;
-        objects.sort_by_key(|o| o.modified.unwrap_or(SystemTime::UNIX_EPOCH));
-        let mut total: u64 = objects.iter().map(|o| o.stored_bytes).sum();
-        let mut report = GcReport::default();
-        let mut remaining = objects.len();
-        let n = objects.len();
-        for (i, obj) in objects.into_iter().enumerate() {
-            progress(i + 1, n);
-            if opts.keep.keeps(&obj.id) {
-                report.kept_referenced += 1;
-                continue;
-            }
-            let age = obj
-                .modified
-                .and_then(|m| started.duration_since(m).ok())
-                .unwrap_or_default();
-            let too_old = opts.max_age.is_some_and(|a| age > a);
-            let over = opts.max_bytes.is_some_and(|m| total > m);
-            if !too_old && !over {
-                continue;
-            }
-            if !opts.dry_run && !self.remove_unless_reused(&obj, started, &mut report)? {
-                continue;
-            }
-            total -= obj.stored_bytes;
-            remaining -= 1;
-            report.freed_bytes += obj.stored_bytes;
-            report.removed.push(obj);
-        }
+        let mut report =
+            choose_and_remove(self.list()?, started, opts, progress, &mut |obj, r| {
+                self.remove_unless_reused(obj, started, r)
+            })?;
         if !opts.dry_run {
             report.temp_removed = self.clean_temp(opts.temp_grace)?;
         }
-        report.remaining_objects = remaining;
-        report.remaining_bytes = total;
         Ok(report)
     }
 

@@ -337,6 +337,24 @@ struct Inner {
     remote: Option<Arc<remote::Remote>>,
 }
 
+impl Inner {
+    /// The paths of a store rooted at `root`, no seam, no remote.
+    fn at(root: PathBuf) -> Inner {
+        let base = root.join(LAYOUT_VERSION);
+        Inner {
+            objects: base.join("objects"),
+            tmp: base.join("tmp"),
+            quarantine: base.join("quarantine"),
+            base,
+            root,
+            counter: AtomicU64::new(0),
+            seam: Seam::default(),
+            #[cfg(feature = "s3")]
+            remote: None,
+        }
+    }
+}
+
 /// A handle on a store directory. Cheap to clone; safe to share between
 /// threads and between processes (every operation is atomic on disk).
 ///
@@ -377,18 +395,7 @@ impl Store {
                 .map_err(StoreError::io("read current directory for", root))?
                 .join(root)
         };
-        let base = root.join(LAYOUT_VERSION);
-        Ok(Store(Arc::new(Inner {
-            objects: base.join("objects"),
-            tmp: base.join("tmp"),
-            quarantine: base.join("quarantine"),
-            base,
-            root,
-            counter: AtomicU64::new(0),
-            seam: Seam::default(),
-            #[cfg(feature = "s3")]
-            remote: None,
-        })))
+        Ok(Store(Arc::new(Inner::at(root))))
     }
 
     /// The store a location names: `s3://BUCKET/PREFIX` for S3-compatible
@@ -428,16 +435,9 @@ impl Store {
     #[cfg(feature = "s3")]
     fn with_remote(remote: Arc<remote::Remote>) -> Store {
         let root = PathBuf::from(remote.display());
-        let base = root.join(LAYOUT_VERSION);
         Store(Arc::new(Inner {
-            objects: base.join("objects"),
-            tmp: base.join("tmp"),
-            quarantine: base.join("quarantine"),
-            base,
-            root,
-            counter: AtomicU64::new(0),
-            seam: Seam::default(),
             remote: Some(remote),
+            ..Inner::at(root)
         }))
     }
 
@@ -459,15 +459,10 @@ impl Store {
     fn with_seam(&self, seam: Seam) -> Store {
         let i = &self.0;
         Store(Arc::new(Inner {
-            root: i.root.clone(),
-            base: i.base.clone(),
-            objects: i.objects.clone(),
-            tmp: i.tmp.clone(),
-            quarantine: i.quarantine.clone(),
-            counter: AtomicU64::new(0),
             seam,
             #[cfg(feature = "s3")]
             remote: i.remote.clone(),
+            ..Inner::at(i.root.clone())
         }))
     }
 

@@ -252,16 +252,15 @@ impl Store {
     ///
     /// [`StoreError::NotFound`] or [`StoreError::Ambiguous`].
     pub fn resolve(&self, prefix: &IdPrefix) -> Result<ContentId, StoreError> {
+        if let Some(id) = prefix.full() {
+            return self.locate(&id).map(|_| id);
+        }
         #[cfg(feature = "s3")]
         if let Some(r) = self.remote() {
             return r.resolve(prefix);
         }
-        if let Some(id) = prefix.full() {
-            return self.locate(&id).map(|_| id);
-        }
         let hex = prefix.hex();
         let shard = self.objects_dir().join(&hex[..2]);
-        let mut found: Vec<ContentId> = Vec::new();
         let entries = match fs::read_dir(&shard) {
             Ok(e) => e,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -271,28 +270,17 @@ impl Store {
             }
             Err(e) => return Err(StoreError::io("list", &shard)(e)),
         };
+        let mut ids = Vec::new();
         for entry in entries {
             let entry = entry.map_err(StoreError::io("list", &shard))?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
             let rest = name.strip_suffix(ZSTD_SUFFIX).unwrap_or(name);
-            let Ok(id) = ContentId::from_hex(&format!("{}{rest}", &hex[..2])) else {
-                continue;
-            };
-            if prefix.matches(&id) && !found.contains(&id) {
-                found.push(id);
+            if let Ok(id) = ContentId::from_hex(&format!("{}{rest}", &hex[..2])) {
+                ids.push(id);
             }
         }
-        match found.len() {
-            0 => Err(StoreError::NotFound {
-                id: prefix.to_string(),
-            }),
-            1 => Ok(found[0]),
-            n => Err(StoreError::Ambiguous {
-                prefix: prefix.to_string(),
-                matches: n,
-            }),
-        }
+        one_match(prefix, ids.into_iter())
     }
 
     /// Reads part or all of an object. The whole object is always hashed and
@@ -621,6 +609,31 @@ impl Store {
         }
         out.sort_by(|a, b| a.id.cmp(&b.id).then(a.path.cmp(&b.path)));
         Ok(out)
+    }
+}
+
+/// The one id among `ids` (each listed once per encoding) that `prefix`
+/// matches: [`StoreError::NotFound`] when none does,
+/// [`StoreError::Ambiguous`] when several do.
+pub(crate) fn one_match(
+    prefix: &IdPrefix,
+    ids: impl Iterator<Item = ContentId>,
+) -> Result<ContentId, StoreError> {
+    let mut found: Vec<ContentId> = Vec::new();
+    for id in ids {
+        if prefix.matches(&id) && !found.contains(&id) {
+            found.push(id);
+        }
+    }
+    match found.len() {
+        0 => Err(StoreError::NotFound {
+            id: prefix.to_string(),
+        }),
+        1 => Ok(found[0]),
+        n => Err(StoreError::Ambiguous {
+            prefix: prefix.to_string(),
+            matches: n,
+        }),
     }
 }
 

@@ -10,7 +10,10 @@ use object_store::path::Path as Key;
 use object_store::{ObjectStoreExt, PutPayload};
 
 use super::Remote;
-use crate::store::maintain::{CorruptObject, GcOptions, GcReport, References, Stats, VerifyReport};
+use crate::store::maintain::{
+    choose_and_remove, CorruptObject, GcOptions, GcReport, References, Stats, VerifyReport,
+};
+use crate::store::read::one_match;
 use crate::store::{
     ContentId, Encoding, IdPrefix, Store, StoreError, StoredObject, DEFAULT_TEMP_GRACE, ZSTD_SUFFIX,
 };
@@ -157,29 +160,16 @@ impl Remote {
     }
 
     /// The one object whose id starts with `prefix`.
+    /// (A whole id is looked up by [`Store::resolve`] itself.)
     pub(crate) fn resolve(&self, prefix: &IdPrefix) -> Result<ContentId, StoreError> {
-        if let Some(id) = prefix.full() {
-            return self.locate(&id).map(|_| id);
-        }
         let hex = prefix.hex();
-        let mut found: Vec<ContentId> = Vec::new();
-        for meta in self.list(&format!("objects/{}/", &hex[..2]))? {
-            if let Some((id, _)) = parse_object_key(&meta.location) {
-                if prefix.matches(&id) && !found.contains(&id) {
-                    found.push(id);
-                }
-            }
-        }
-        match found.len() {
-            0 => Err(StoreError::NotFound {
-                id: prefix.to_string(),
-            }),
-            1 => Ok(found[0]),
-            n => Err(StoreError::Ambiguous {
-                prefix: prefix.to_string(),
-                matches: n,
-            }),
-        }
+        let listed = self.list(&format!("objects/{}/", &hex[..2]))?;
+        one_match(
+            prefix,
+            listed
+                .iter()
+                .filter_map(|m| parse_object_key(&m.location).map(|(id, _)| id)),
+        )
     }
 
     /// Every object, with when it was last written (server time). A zstd
@@ -363,46 +353,26 @@ impl Remote {
         // second counts as used after it started.
         let started_floor = floor_second(started);
         let marks = self.marks()?;
-        let mut objects = self.list_objects()?;
-        let used = |o: &StoredObject, written: SystemTime| {
-            marks.get(&o.id).map_or(written, |&m| m.max(written))
-        };
-        for (o, written) in &mut objects {
-            *written = used(o, *written);
-        }
-        objects.sort_by_key(|(_, used)| *used);
-        let mut total: u64 = objects.iter().map(|(o, _)| o.stored_bytes).sum();
-        let mut report = GcReport::default();
-        let mut remaining = objects.len();
-        let n = objects.len();
-        for (i, (mut obj, last_used)) in objects.into_iter().enumerate() {
-            progress(i + 1, n);
-            if opts.keep.keeps(&obj.id) {
-                report.kept_referenced += 1;
-                continue;
-            }
-            let age = started.duration_since(last_used).unwrap_or_default();
-            let too_old = opts.max_age.is_some_and(|a| age > a);
-            let over = opts.max_bytes.is_some_and(|m| total > m);
-            if !too_old && !over {
-                continue;
-            }
-            if !opts.dry_run && !self.remove_unless_reused(&obj, started_floor, &mut report)? {
-                continue;
-            }
-            total -= obj.stored_bytes;
-            remaining -= 1;
-            report.freed_bytes += obj.stored_bytes;
-            obj.modified = Some(last_used);
-            report.removed.push(obj);
-        }
+        // Last used: the later of the object's own write and its mark.
+        let objects = self
+            .list_objects()?
+            .into_iter()
+            .map(|(mut o, written)| {
+                let used = marks.get(&o.id).map_or(written, |&m| m.max(written));
+                o.modified = Some(used);
+                o
+            })
+            .collect();
+        let mut report = choose_and_remove(objects, started, opts, progress, &mut |obj, r| {
+            self.remove_unless_reused(obj, started_floor, r)
+        })?;
         if !opts.dry_run {
             report.temp_removed = self.clean_temp(opts.temp_grace)?;
             // Marks of objects that are gone.
             let live: std::collections::HashSet<ContentId> = self
-                .list_objects()?
-                .into_iter()
-                .map(|(o, _)| o.id)
+                .list("objects/")?
+                .iter()
+                .filter_map(|m| parse_object_key(&m.location).map(|(id, _)| id))
                 .collect();
             for (id, &at) in &marks {
                 if !live.contains(id) && at < started_floor {
@@ -410,8 +380,6 @@ impl Remote {
                 }
             }
         }
-        report.remaining_objects = remaining;
-        report.remaining_bytes = total;
         Ok(report)
     }
 
