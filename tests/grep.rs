@@ -2,6 +2,7 @@
 //! every line matched with the same regex, context and limits applied by
 //! the simplest rules.
 
+mod seeds;
 mod support;
 
 use proptest::prelude::*;
@@ -126,7 +127,7 @@ fn corpus() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(seeds::config(256))]
 
     #[test]
     fn grep_equals_a_plain_scan(

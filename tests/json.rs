@@ -3,6 +3,8 @@
 //! path), and every marker's pointer reads back, through the store, exactly
 //! the value it stands for.
 
+mod seeds;
+
 use std::fmt::Write as _;
 
 use proptest::prelude::*;
@@ -396,7 +398,7 @@ fn check(doc: &V, pretty: bool, budget: u64, chunk: usize) -> Outcome {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
+    #![proptest_config(seeds::config(192))]
 
     #[test]
     fn every_preview_is_json_of_the_same_shape_and_its_markers_read_back(

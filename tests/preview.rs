@@ -2,6 +2,7 @@
 //! oracle, by the invariants each outcome must satisfy, and by split
 //! invariance (any chunking gives the outcome of one write).
 
+mod seeds;
 mod support;
 
 use proptest::prelude::*;
@@ -88,7 +89,7 @@ fn check_case(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(seeds::config(256))]
 
     #[test]
     fn stage_matches_oracle_on_text(
@@ -281,6 +282,7 @@ fn a_line_cap_on_a_short_input_keeps_the_tail() {
 /// Each hazard at every position across the head's and the tail's cut
 /// points: the stage must cut exactly where the oracle does.
 #[test]
+#[ignore = "slow tier: cargo test --workspace -- --ignored"]
 fn hazards_at_every_position_around_the_cuts() {
     let (_dir, store) = temp_store();
     let cap = min_budget(&store) + 300;
@@ -299,7 +301,8 @@ fn hazards_at_every_position_around_the_cuts() {
         "😀".as_bytes(),
         b"\xF0\x9F\x98",
     ];
-    for pct in [0u8, 30, 100] {
+    // The default head share in the CI tier; the extremes too in full.
+    for &pct in support::slow_tier(&[30u8][..], &[0u8, 30, 100][..]) {
         let policy = policy(cap, None, pct, Compression::None);
         let spiller = Spiller::new(policy.clone(), store.clone()).unwrap();
         for hazard in hazards {

@@ -1,6 +1,7 @@
 //! The terminal render: recorded programs, properties against the library's
 //! own whole-buffer render, salient lines and token budgets.
 
+mod seeds;
 mod support;
 
 use proptest::prelude::*;
@@ -347,7 +348,7 @@ fn rendered_whole(input: &[u8], store: &Store) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(seeds::config(96))]
 
     #[test]
     fn rendering_is_the_same_for_every_chunking_and_within_the_budget(

@@ -227,3 +227,15 @@ pub fn run_spillway(store: &std::path::Path, args: &[&str], input: &[u8]) -> std
     writer.join().expect("writer thread");
     out
 }
+
+/// The size a slow-tier test runs at: `ci` by default (what `.ci/run` runs
+/// on every submission), `full` with `SPILLWAY_SLOW=full` (by hand, before
+/// a release or after a change to what the test protects). Slow-tier tests
+/// are `#[ignore]`d, so the README's test command leaves them out; run them
+/// with `cargo test --workspace -- --ignored`.
+pub fn slow_tier<T>(ci: T, full: T) -> T {
+    match std::env::var("SPILLWAY_SLOW").as_deref() {
+        Ok("full") => full,
+        _ => ci,
+    }
+}
