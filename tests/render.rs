@@ -543,3 +543,162 @@ fn a_failed_store_under_the_fail_policy_is_an_error_even_when_the_rendering_fits
         .unwrap();
     assert!(o.store_error.is_some() && o.content.contains("19999 more times"));
 }
+
+/// `seq 1 N` for an N whose text is `bytes` long or a little more.
+fn seq_text(bytes: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut n = 1u64;
+    while out.len() < bytes {
+        out.extend_from_slice(format!("{n}\n").as_bytes());
+        n += 1;
+    }
+    out
+}
+
+/// Text without escape sequences renders exactly as the raw render does,
+/// at every size: just over the budget (the most common size of a failing
+/// build), up to the window the render keeps, and past it; whole and
+/// streamed in small pieces.
+#[test]
+fn plain_text_renders_exactly_as_raw_at_every_size() {
+    let (_d, store) = temp_store();
+    let cap = 32 << 10;
+    let terminal = spiller(&builder(cap), &store);
+    let mut raw_builder = builder(cap);
+    raw_builder.render(Render::Raw);
+    let raw = spiller(&raw_builder, &store);
+    // From 1.03x (the tester's `seq 1 7000`) to well past the render's
+    // window (3x the budget and 64 KiB).
+    for bytes in [
+        33_893,
+        36_000,
+        48 << 10,
+        56 << 10,
+        100 << 10,
+        170 << 10,
+        400 << 10,
+    ] {
+        let input = seq_text(bytes);
+        let want = raw.apply(&input).unwrap();
+        assert!(want.spilled);
+        for got in [
+            terminal.apply(&input).unwrap(),
+            apply_chunked(&terminal, &input, &[4093, 65_537]),
+        ] {
+            assert_eq!(got.content, want.content, "{bytes} bytes");
+            assert_eq!(got.omitted_range, want.omitted_range, "{bytes} bytes");
+            assert_eq!(got.tail_bytes, want.tail_bytes, "{bytes} bytes");
+        }
+    }
+}
+
+/// Coloured output a little over the budget keeps the tail's share of the
+/// budget, and with it an error 100 lines from the end.
+#[test]
+fn coloured_output_just_over_the_budget_keeps_its_tail_share() {
+    let (_d, store) = temp_store();
+    let cap = 32 << 10;
+    let s = spiller(&builder(cap), &store);
+    let mut input = Vec::new();
+    let mut n = 0;
+    // The rendered text (escapes gone) is about 10 % over the budget.
+    let mut rendered = 0;
+    while rendered < cap + cap / 10 {
+        let plain = format!("   Compiling crate-{n} v0.1.{n}\n");
+        rendered += plain.len();
+        input.extend_from_slice(
+            format!("\x1b[32m   Compiling\x1b[0m crate-{n} v0.1.{n}\n").as_bytes(),
+        );
+        n += 1;
+    }
+    let total = n;
+    let error_at = total - 100;
+    let mut lines: Vec<&[u8]> = input.split_inclusive(|&b| b == b'\n').collect();
+    let error = b"\x1b[1;31merror[E0425]\x1b[0m: cannot find value `x` in this scope\n".to_vec();
+    lines.insert(error_at, &error);
+    let input = lines.concat();
+    for o in [
+        s.apply(&input).unwrap(),
+        apply_chunked(&s, &input, &[1000, 7]),
+    ] {
+        no_escapes(&o);
+        assert!(o.spilled);
+        assert!(o.content.len() <= cap);
+        assert!(
+            o.content.contains("error[E0425]: cannot find value"),
+            "the error 100 lines from the end was lost"
+        );
+        // The default head share is 30 %: the tail takes most of the rest.
+        assert!(
+            o.tail_bytes >= cap / 2,
+            "tail of {} bytes under a budget of {cap}",
+            o.tail_bytes
+        );
+    }
+}
+
+/// Lines of random length (1 to 60 bytes, distinct, no escapes): whatever
+/// the head and the tail do not show lies inside the notice's line range,
+/// in both renders, whole and streamed, at sizes from just over the budget
+/// to far past it.
+#[test]
+fn the_notice_range_covers_everything_not_shown() {
+    let (_d, store) = temp_store();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for (lines, cap) in [
+        (1000, 8 << 10),
+        (1000, 20 << 10),
+        (3000, 8 << 10),
+        (700, 16 << 10),
+    ] {
+        let mut input = Vec::new();
+        for i in 0..lines {
+            let len = 1 + (next() % 60) as usize;
+            let body: String = format!("{i}:{}", "abcdefghij".repeat(6));
+            input.extend_from_slice(&body.as_bytes()[..len.min(body.len())]);
+            input.push(b'\n');
+        }
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(
+                input
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &b)| b == b'\n')
+                    .map(|(i, _)| i + 1),
+            )
+            .collect();
+        for render in [Render::Terminal, Render::Raw] {
+            let mut b = builder(cap);
+            b.render(render);
+            let s = spiller(&b, &store);
+            for o in [
+                s.apply(&input).unwrap(),
+                apply_chunked(&s, &input, &[333, 4096]),
+            ] {
+                if !o.spilled {
+                    continue;
+                }
+                let [first, last] = o.omitted_range.expect("a range");
+                let head = &o.content.as_bytes()[..o.head_bytes];
+                let tail = &o.content.as_bytes()[o.content.len() - o.tail_bytes..];
+                assert!(input.starts_with(head), "{render:?} {cap}: head");
+                assert!(input.ends_with(tail), "{render:?} {cap}: tail");
+                let lo = starts[first as usize - 1];
+                let hi = starts[last as usize];
+                assert!(
+                    lo <= head.len() && input.len() - tail.len() <= hi,
+                    "{render:?} {cap}: lines {first}-{last} are bytes {lo}..{hi}, \
+                     but {}..{} is not shown",
+                    head.len(),
+                    input.len() - tail.len()
+                );
+            }
+        }
+    }
+}

@@ -130,8 +130,30 @@ impl Renderer {
                 folded,
             };
         }
-        let head_end = head.raw_end();
         let win_start = fed - window.len() as u64;
+        if win_start == 0 {
+            // The window holds the whole stream: render it once, as one
+            // text, and the preview cuts its head and its tail from that
+            // text as the raw preview cuts raw bytes. (The head collected
+            // above took the whole budget in case everything fit; a tail
+            // rendered only from its end would be starved whenever the
+            // input is a little over the budget.)
+            let mut all = TailCollector::default();
+            let mut t = Terminal::new();
+            t.feed(&mut all, window);
+            t.finish(&mut all);
+            all.folder.flush(&mut all.side);
+            let folded = all.folder.folded;
+            return Parts {
+                head: all.side,
+                tail: None,
+                whole: true,
+                middle: Vec::new(),
+                middle_count: 0,
+                folded,
+            };
+        }
+        let head_end = head.raw_end();
         // The tail starts at a raw line start in the window, or, when the
         // first one leaves less than half of it (the window is mostly one
         // long line: a progress bar's frames), at the window's start; never
