@@ -39,6 +39,12 @@ pub(crate) const WINDOW: usize = 64;
 /// the part handed on can no longer be edited.
 pub(crate) const MAX_ROW: usize = 16 << 10;
 
+/// The widest terminal a cursor move is taken to run on: a move right
+/// (`CSI n C`, `CSI n G`) stops there, as a real terminal's stops at its
+/// margin, so `CSI 60000C` does not become 60,000 spaces. Text written past
+/// it still lands where it is written (a line is not wrapped).
+pub(crate) const TERMINAL_WIDTH: usize = 512;
+
 /// The parser is fed pieces that end at every `\n` and at every multiple of
 /// this many raw bytes, so raw offsets are known to within this much.
 const REGION: u64 = 16 << 10;
@@ -439,9 +445,9 @@ impl<S: Sink> vte::Perform for Perf<'_, S> {
                 s.up(self.sink, n);
                 s.col = 0;
             }
-            'C' => s.col = col.saturating_add(n).min(MAX_ROW),
+            'C' => s.col = col.saturating_add(n).min(col.max(TERMINAL_WIDTH)),
             'D' => s.col = col.saturating_sub(n),
-            'G' => s.col = (n - 1).min(MAX_ROW),
+            'G' => s.col = (n - 1).min(col.max(TERMINAL_WIDTH)),
             'X' => s.rows[r].blank(col, col.saturating_add(n)),
             'P' => s.rows[r].delete(col, n),
             '@' => s.rows[r].insert(col, n),

@@ -200,3 +200,19 @@ fn an_unterminated_string_ends_after_256_bytes() {
         assert_eq!(out, "done\nnext\n", "chunk {chunk}");
     }
 }
+
+#[test]
+fn cursor_moves_right_stop_at_a_terminal_width() {
+    let out = render(b"a\x1b[60000Cb\n");
+    assert_eq!(out.len(), TERMINAL_WIDTH + 2, "{} bytes", out.len());
+    assert!(out.starts_with('a') && out.ends_with("b\n"));
+    let out = render(b"a\x1b[60000Gb\n");
+    assert_eq!(out.len(), TERMINAL_WIDTH + 2);
+    // A move within the width is kept as it is.
+    assert_eq!(render(b"a\x1b[3Cb\n"), "a   b\n");
+    assert_eq!(render(b"a\x1b[5Gb\n"), "a   b\n");
+    // Past the width, a move right goes nowhere; a move left still works.
+    let long = "x".repeat(600);
+    let out = render(format!("{long}\x1b[10Cy\x1b[3Dz\n").as_bytes());
+    assert_eq!(out, format!("{}zxy\n", "x".repeat(598)));
+}
