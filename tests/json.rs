@@ -142,7 +142,14 @@ fn at<'a>(v: &'a V, p: &JsonPointer) -> Option<&'a V> {
 }
 
 fn is_marker(s: &str) -> bool {
-    s.starts_with("[spillway: ") && s.ends_with(']')
+    let marker = s.starts_with("[spillway: ") && s.ends_with(']');
+    if marker {
+        // One of a thing is singular.
+        for plural in [" 1 elements", " 1 members", "of 1 elements", "of 1 members"] {
+            assert!(!s.contains(plural), "{s}");
+        }
+    }
+    marker
 }
 
 /// The pointer a marker's read hint names.

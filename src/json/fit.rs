@@ -338,18 +338,19 @@ impl<'a> Fitter<'a> {
         out: &mut String,
     ) -> bool {
         let kids: Vec<&Child> = c.head.iter().chain(c.tail.iter()).collect();
-        let range_marker = |s: &Self,
-                            p: &str,
-                            count: u64,
-                            first: u64,
-                            last: u64,
-                            bytes: u64,
-                            end: u64| {
-            format!(
-                    "[spillway: {count} elements omitted, {p}/{first} to {p}/{last}, {bytes} bytes; {}]",
+        let range_marker =
+            |s: &Self, p: &str, count: u64, first: u64, last: u64, bytes: u64, end: u64| {
+                // One element is named alone (the widest form is the plural).
+                let what = if count == 1 {
+                    format!("1 element omitted, {p}/{first}")
+                } else {
+                    format!("{count} elements omitted, {p}/{first} to {p}/{last}")
+                };
+                format!(
+                    "[spillway: {what}, {bytes} bytes; {}]",
                     s.read_as("one", &format!("{p}/{first}"), end)
                 )
-        };
+            };
         let n = c.count;
         let worst = nines(n);
         // The marker's size, the widest it can be: readable or not.
@@ -665,7 +666,9 @@ impl<'a> Fitter<'a> {
 
 fn container_desc(kind: Kind, count: u64, bytes: u64) -> String {
     match kind {
+        Kind::Array if count == 1 => format!("an array of 1 element, {bytes} bytes,"),
         Kind::Array => format!("an array of {count} elements, {bytes} bytes,"),
+        Kind::Object if count == 1 => format!("an object of 1 member, {bytes} bytes,"),
         Kind::Object => format!("an object of {count} members, {bytes} bytes,"),
     }
 }
