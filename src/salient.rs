@@ -92,7 +92,7 @@ impl std::error::Error for SalientError {}
 
 /// The regex crate's message (which draws a caret under the pattern) on
 /// one line.
-fn one_line(message: &str) -> String {
+pub(crate) fn one_line(message: &str) -> String {
     message
         .lines()
         .map(str::trim)

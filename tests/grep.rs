@@ -244,3 +244,54 @@ fn a_corrupt_object_gives_an_error_not_lines() {
         .unwrap_err();
     assert_eq!(err.kind(), spillway::StoreErrorKind::Corrupt);
 }
+
+/// A matching line longer than a page: every page still lists a line (the
+/// match, cut to the room), so following the continuations ends, and every
+/// match is listed once.
+#[test]
+fn a_match_longer_than_the_page_still_makes_progress() {
+    let mut data = Vec::new();
+    for i in 1..=40u32 {
+        let pad = if i % 3 == 0 { 5_000 } else { 10 };
+        data.extend_from_slice(format!("{i} error {}\n", "x".repeat(pad)).as_bytes());
+    }
+    let (_dir, store) = temp_store();
+    let o = store.put(&data, WriteOptions::zstd(1)).unwrap();
+    let re = GrepPattern::new("error", false).unwrap();
+    for (before, max_bytes) in [(0, 600), (2, 600), (0, 40), (0, 1)] {
+        let mut opts = options(before, 0, None, 1, max_bytes);
+        let mut listed = Vec::new();
+        for _ in 0..100 {
+            let r = store.grep(&o.id, &re, &opts).unwrap();
+            assert!(
+                !r.lines.is_empty(),
+                "an empty page at line {}",
+                opts.from_line
+            );
+            if max_bytes >= 40 {
+                assert!(r.printed(before > 0).len() <= max_bytes);
+            }
+            for l in r.lines.iter().filter(|l| l.matched) {
+                let full = 1 + data
+                    .split(|&b| b == b'\n')
+                    .nth(l.line as usize - 1)
+                    .unwrap()
+                    .len();
+                assert_eq!(l.text.len() + l.cut_bytes as usize + 1, full);
+            }
+            listed.extend(r.lines.iter().filter(|l| l.matched).map(|l| l.line));
+            match r.next_line {
+                Some(n) => {
+                    assert!(n > r.lines.last().unwrap().line);
+                    opts.from_line = n;
+                }
+                None => break,
+            }
+        }
+        assert_eq!(
+            listed,
+            (1..=40).collect::<Vec<u64>>(),
+            "max_bytes {max_bytes}"
+        );
+    }
+}

@@ -56,7 +56,7 @@ impl GrepPattern {
             regex::bytes::RegexBuilder::new(p)
                 .case_insensitive(case_insensitive)
                 .build()
-                .map_err(|e| PatternError(e.to_string()))
+                .map_err(|e| PatternError(crate::salient::one_line(&e.to_string())))
         };
         let line = build(pattern)?;
         let unsafe_for_blocks = ["\\A", "\\z", "(?-", "\\Q"]
@@ -336,6 +336,26 @@ impl<'a> Searcher<'a> {
         l.printed().len() + if gap { GROUP_SEPARATOR.len() } else { 0 }
     }
 
+    /// `l` with its text cut until it fits what is left of the budget, or
+    /// to nothing (a budget too small for the line number and the count of
+    /// cut bytes is passed by that much).
+    fn cut_to_room(&self, mut l: GrepLine) -> GrepLine {
+        loop {
+            let over =
+                (self.used + self.cost(self.last_listed, &l)).saturating_sub(self.opts.max_bytes);
+            if over == 0 || l.text.is_empty() {
+                return l;
+            }
+            // The count of cut bytes may grow a digit: cut a little more.
+            let mut end = l.text.len().saturating_sub(over + 2);
+            while !l.text.is_char_boundary(end) {
+                end -= 1;
+            }
+            l.cut_bytes += (l.text.len() - end) as u64;
+            l.text.truncate(end);
+        }
+    }
+
     /// Whether these lines, in order, fit what is left of the budget.
     fn fits(&self, lines: &[GrepLine]) -> bool {
         let mut last = self.last_listed;
@@ -385,6 +405,16 @@ impl<'a> Searcher<'a> {
                         for l in group {
                             self.push(l);
                         }
+                        listed = true;
+                    } else if self.report.lines.is_empty() {
+                        // The first match of a page always goes in, its
+                        // context left out and its text cut to the room:
+                        // every page makes progress.
+                        let l = self.cut_to_room(self.listed(true));
+                        self.used += self.cost(self.last_listed, &l);
+                        self.last_listed = l.line;
+                        self.report.matches += 1;
+                        self.report.lines.push(l);
                         listed = true;
                     } else {
                         self.full = true;
