@@ -106,13 +106,18 @@ pub struct RunArgs {
     pub policy: PolicyArgs,
     /// Kill the command (its whole process group) after this long, keep
     /// the output so far, and exit 124 (`90s`, `15m`).
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration)]
     pub timeout: Option<HumanDuration>,
     /// Once the command has exited, keep reading what the processes it
     /// started still write for this long, then stop (`1s`, `10s`; `0s`
     /// stops at once).
     #[arg(long, value_name = "DURATION", default_value = "1s")]
     pub drain: HumanDuration,
+    /// After passing a signal (Ctrl-C, SIGTERM, SIGHUP) on to the command,
+    /// how long it has to stop before its process group is killed with
+    /// SIGKILL; a second signal kills it at once.
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub kill_grace: HumanDuration,
     /// Print one JSON object (the outcome, plus `exit_code` and `signal`).
     #[arg(long)]
     pub json: bool,
@@ -405,4 +410,16 @@ pub struct McpProxyArgs {
 pub struct McpServeArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
+}
+
+/// A duration above zero: a timeout of zero would kill the command at once.
+fn positive_duration(s: &str) -> Result<HumanDuration, String> {
+    let d: HumanDuration = s.parse().map_err(|e| format!("{e}"))?;
+    if d.get().is_zero() {
+        return Err(
+            "a timeout of 0 would kill the command at once: give a longer one, or leave --timeout out for none"
+                .to_owned(),
+        );
+    }
+    Ok(d)
 }

@@ -192,6 +192,7 @@ fn run_command(eff: &Effective, store: &Store, args: RunArgs) -> Result<i32> {
     opts.drain = args.drain.get();
     opts.timeout = args.timeout.map(HumanDuration::get);
     opts.forward = Some(forward);
+    opts.kill_grace = args.kill_grace.get();
     // A command that may read the terminal stays in spillway's process
     // group (a background group reading the terminal would be stopped).
     opts.own_group = !io::stdin().is_terminal();
@@ -219,6 +220,13 @@ fn run_command(eff: &Effective, store: &Store, args: RunArgs) -> Result<i32> {
     }
     if let Some(sig) = finished.forwarded {
         code = 128 + sig;
+        if finished.killed {
+            eprintln!(
+                "spillway: run: {shown} did not stop on signal {sig}; its process group was killed \
+                 (after {} or a second signal); the output so far is kept",
+                args.kill_grace
+            );
+        }
     }
     if finished.output_cut {
         eprintln!(
@@ -297,7 +305,7 @@ fn show(store: &Store, args: ShowArgs) -> Result<i32> {
     // max_spill_bytes) is said, not passed over.
     if let Some(missing) = report.missing(&sel) {
         eprintln!(
-            "spillway: show: {missing} are past the end of {id} ({} bytes, {} lines): the object holds only what was stored",
+            "spillway: show: {missing} are past the end of {id}, which holds {} bytes in {} lines (an output cut at max_spill_bytes when it was stored ends there)",
             report.bytes, report.lines
         );
         return Ok(1);
@@ -363,6 +371,10 @@ fn grep(eff: &Effective, store: &Store, args: GrepArgs) -> Result<i32> {
         again.push_str(&format!(" --max-count {m}"));
     }
     let budget = usize::try_from(args.max_bytes.get()).unwrap_or(usize::MAX);
+    if budget != spillway::GrepOptions::default().max_bytes {
+        // The next page is as large as this one.
+        again.push_str(&format!(" --max-bytes {budget}"));
+    }
     let reserve = CONTINUATION_RESERVE + again.len();
     if !args.json && budget < reserve + 64 {
         eprintln!(

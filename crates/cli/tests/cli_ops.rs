@@ -761,6 +761,22 @@ fn show_says_when_a_range_runs_past_what_was_stored() {
     let ok = sp(&s, &["show", id, "--lines", "1:3"]);
     assert_eq!(ok.status.code(), Some(0));
     assert_eq!(ok.stdout, b"line 1\nline 2\nline 3\n");
+    // An object stored whole: the error gives its size and blames no cut.
+    let small: String = (1..=1000).map(|i| format!("{i:04}\n")).collect();
+    let whole = put(&s, small.as_bytes());
+    let out = sp(&s, &["show", &whole, "--lines", "999:1002"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.stdout, b"0999\n1000\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("which holds 5000 bytes in 1000 lines"),
+        "{err}"
+    );
+    assert!(!err.contains("only what was stored"), "{err}");
+    let out = sp(&s, &["show", &whole, "--lines", "1001:1002"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("has 1000 lines"), "{err}");
 }
 
 /// SIGTERM (or Ctrl-C) on `run`: the command gets the signal, the output so
@@ -933,7 +949,10 @@ fn grep_stays_within_its_budget_and_continues_exactly() {
             if let Some(rest) = line.strip_prefix("[spillway: ") {
                 // The note names the exact command to continue with.
                 assert!(
-                    rest.contains(&format!("grep {} error --from-line ", &id[..23])),
+                    rest.contains(&format!(
+                        "grep {} error --max-bytes 4096 --from-line ",
+                        &id[..23]
+                    )),
                     "{rest}"
                 );
                 next = Some(
@@ -956,6 +975,117 @@ fn grep_stays_within_its_budget_and_continues_exactly() {
     assert_eq!(seen, want);
 }
 
+/// A matching line longer than the page: the continuation printed, run as
+/// it is, lists the next match every time and ends.
+#[test]
+fn grep_continuations_run_as_printed_always_make_progress() {
+    let (_dir, s) = store();
+    let data: String = (1..=6)
+        .map(|i| format!("{i} error {}\n", "y".repeat(1_500)))
+        .collect();
+    let id = put(&s, data.as_bytes());
+    let mut args: Vec<String> = ["grep", &id, "error", "--max-bytes", "600"]
+        .map(String::from)
+        .to_vec();
+    let mut seen = Vec::new();
+    for _ in 0..20 {
+        let strs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = sp(&s, &strs);
+        assert_eq!(out.status.code(), Some(0));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.len() <= 600, "{} bytes: {text}", text.len());
+        let mut next = None;
+        for line in text.lines() {
+            match line.split_once("continue with: spillway ") {
+                Some((_, cmd)) => {
+                    next = Some(
+                        cmd.trim_end_matches(']')
+                            .split(' ')
+                            .map(String::from)
+                            .collect(),
+                    )
+                }
+                None => seen.push(line.split(':').next().unwrap().parse::<u64>().unwrap()),
+            }
+        }
+        match next {
+            Some(n) => {
+                let n: Vec<String> = n;
+                // `--store DIR` first: sp() passes the store itself.
+                assert_eq!(n[0], "--store");
+                args = n[2..].to_vec();
+                assert!(args.contains(&"--max-bytes".to_string()), "{args:?}");
+            }
+            None => break,
+        }
+    }
+    assert_eq!(seen, (1..=6).collect::<Vec<u64>>());
+}
+
+/// A command that ignores SIGTERM: killed after the grace period, or at
+/// once at a second signal; the output so far is kept and stored.
+#[test]
+fn run_kills_a_command_that_ignores_the_signal() {
+    for second_signal in [false, true] {
+        let (_d, s) = store();
+        let child = bin()
+            .args(["--store", s.to_str().unwrap(), "run", "--json"])
+            .args(["--max-inline-bytes", "4KiB", "--kill-grace", "1s"])
+            .args([
+                "--",
+                "sh",
+                "-c",
+                "trap '' TERM; seq 1 100000; echo LAST_BEFORE_SIGNAL; sleep 30",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(800));
+        let term = || {
+            let kill = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(kill.success());
+        };
+        let started = std::time::Instant::now();
+        term();
+        if second_signal {
+            std::thread::sleep(Duration::from_millis(200));
+            term();
+        }
+        let out = child.wait_with_output().unwrap();
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(10), "{took:?}");
+        if second_signal {
+            assert!(took < Duration::from_millis(900), "{took:?}");
+        } else {
+            assert!(took >= Duration::from_secs(1), "{took:?}");
+        }
+        assert_eq!(out.status.code(), Some(128 + 15));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("did not stop on signal 15"), "{err}");
+        let v = json(&out);
+        let content = v["content"].as_str().unwrap();
+        assert!(content.ends_with("LAST_BEFORE_SIGNAL\n"), "{content}");
+        let id = v["spill"]["id"].as_str().unwrap();
+        assert!(sp(&s, &["show", id]).stdout.starts_with(b"1\n2\n3\n"));
+    }
+}
+
+#[test]
+fn a_zero_timeout_is_refused() {
+    let (_dir, s) = store();
+    let out = sp(&s, &["run", "--timeout", "0s", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("a timeout of 0 would kill the command at once"),
+        "{err}"
+    );
+}
+
 #[test]
 fn grep_exit_codes_and_bad_input() {
     let (_dir, s) = store();
@@ -963,7 +1093,10 @@ fn grep_exit_codes_and_bad_input() {
     assert_eq!(sp(&s, &["grep", &id, "gamma"]).status.code(), Some(1));
     let bad = sp(&s, &["grep", &id, "(unclosed"]);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("does not parse"));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("does not parse"), "{err}");
+    // Every error is one line.
+    assert_eq!(err.lines().count(), 1, "{err}");
     assert_eq!(sp(&s, &["grep", "not-an-id!", "x"]).status.code(), Some(2));
     assert_eq!(
         sp(&s, &["grep", &id, "x", "--from-line", "0"])

@@ -33,6 +33,10 @@ pub struct RunOptions {
     /// terminal should stay in the caller's group (a background group that
     /// reads the terminal is stopped).
     pub own_group: bool,
+    /// How long a command has to stop after a signal was passed on to it.
+    /// Past it, or at a second signal, its process group is killed with
+    /// SIGKILL and [`Finished::killed`] says so. Default: 5 s.
+    pub kill_grace: Duration,
 }
 
 impl Default for RunOptions {
@@ -42,6 +46,7 @@ impl Default for RunOptions {
             timeout: None,
             forward: None,
             own_group: true,
+            kill_grace: Duration::from_secs(5),
         }
     }
 }
@@ -60,6 +65,10 @@ pub struct Finished {
     pub output_cut: bool,
     /// The signal passed on to the command, if any.
     pub forwarded: Option<i32>,
+    /// Whether the command was killed with SIGKILL because it did not stop
+    /// within [`RunOptions::kill_grace`] of a passed-on signal, or a second
+    /// signal came.
+    pub killed: bool,
 }
 
 /// Why [`run_merged`] failed.
@@ -130,6 +139,8 @@ pub fn run_merged(
         exited: None,
         timed_out: false,
         forwarded: None,
+        forwarded_at: None,
+        killed: false,
     };
     let mut buf = vec![0u8; 1 << 20];
     let mut total = 0u64;
@@ -187,6 +198,7 @@ pub fn run_merged(
         timed_out: run.timed_out,
         output_cut,
         forwarded: run.forwarded,
+        killed: run.killed,
     })
 }
 
@@ -197,6 +209,9 @@ struct Running<'a> {
     exited: Option<Instant>,
     timed_out: bool,
     forwarded: Option<i32>,
+    /// When the first signal was passed on.
+    forwarded_at: Option<Instant>,
+    killed: bool,
 }
 
 impl Running<'_> {
@@ -205,8 +220,19 @@ impl Running<'_> {
         if let Some(flag) = &self.opts.forward {
             let raw = flag.swap(0, Ordering::SeqCst);
             if let Some(sig) = i32::try_from(raw).ok().and_then(Signal::from_named_raw) {
-                signal(sig);
-                self.forwarded = Some(raw as i32);
+                if self.forwarded_at.is_some() {
+                    // A second signal: the caller means it.
+                    self.kill(signal);
+                } else {
+                    signal(sig);
+                    self.forwarded = Some(raw as i32);
+                    self.forwarded_at = Some(Instant::now());
+                }
+            }
+        }
+        if let Some(at) = self.forwarded_at {
+            if self.exited.is_none() && at.elapsed() >= self.opts.kill_grace {
+                self.kill(signal);
             }
         }
         if let Some(limit) = self.opts.timeout {
@@ -221,9 +247,19 @@ impl Running<'_> {
         Ok(())
     }
 
+    fn kill(&mut self, signal: &dyn Fn(Signal)) {
+        if !self.killed {
+            signal(Signal::KILL);
+            self.killed = true;
+        }
+    }
+
     /// How long to sleep at most before the next look.
     fn next_wake(&self, tick: Duration) -> Duration {
         let mut wait = tick;
+        if let (Some(at), false) = (self.forwarded_at, self.killed) {
+            wait = wait.min(self.opts.kill_grace.saturating_sub(at.elapsed()));
+        }
         if let (Some(limit), false) = (self.opts.timeout, self.timed_out) {
             wait = wait.min(limit.saturating_sub(self.started.elapsed()));
         }
