@@ -472,6 +472,49 @@ fn a_long_string_keeps_its_head_and_tail() {
     assert!(out.content.ends_with("END\",\"ok\":false}"));
 }
 
+/// A long string whose tail is only escapes and what they may hold (a
+/// command's output as JSON: `\n` and digits; a log with every character
+/// escaped as `\uXXXX`) keeps its head and its tail.
+#[test]
+fn a_string_of_escapes_keeps_its_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: String = (1..=100_000).map(|i| format!("{i}\\n")).collect();
+    let cjk: String = "\\u4e2d\\u6587\\u65e5\\u5fd7 ".repeat(20_000) + "\\u7ed3\\u675f";
+    let pairs = "\\\\".repeat(50_000);
+    for (text, end) in [
+        (format!("{{\"stdout\": \"{lines}\"}}"), "100000\\n\"}"),
+        (format!("{{\"log\": \"{cjk}\"}}"), "\\u7ed3\\u675f\"}"),
+        (format!("{{\"path\": \"{pairs}\"}}"), "\\\\\"}"),
+    ] {
+        for budget in [1024, 2048, 8192] {
+            for chunk in [text.len(), 4093] {
+                let sp = spiller(budget, Format::Json, dir.path());
+                let mut stage = sp.stage();
+                for c in text.as_bytes().chunks(chunk) {
+                    stage.feed(c);
+                }
+                let out = stage.finish().unwrap();
+                assert!(out.content.len() as u64 <= budget);
+                assert_eq!(out.format, Format::Json, "{:?}", out.json_error);
+                let V::Obj(m) = parse(out.content.as_bytes()) else {
+                    panic!("{}", out.content)
+                };
+                let V::Str(kept) = &m[0].1 else { panic!() };
+                assert!(out.content.ends_with(end), "{budget}: {}", out.content);
+                // The tail takes its share of the string: most of what the
+                // marker leaves.
+                let tail = kept.rsplit("]…").next().unwrap();
+                assert!(
+                    tail.len() as u64 >= budget / 5,
+                    "{budget}: a tail of {} bytes: {}",
+                    tail.len(),
+                    out.content
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn a_pretty_document_that_fits_once_compact_is_compacted_whole() {
     let items: Vec<String> = (0..1000).map(|i| i.to_string()).collect();

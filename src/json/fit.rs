@@ -135,14 +135,23 @@ fn head_cut(raw: &[u8], max: usize) -> usize {
 /// The first position in `raw` (a window whose start may fall inside an
 /// escape) known to start a unit: a byte that cannot be part of an escape
 /// sequence. `raw.len()` when there is none.
+///
+/// Two kinds of byte are sure: one that no escape sequence contains, and a
+/// backslash right after a byte that is not one (an escape's second byte
+/// is a backslash only right after a backslash, and its hex digits never
+/// are one). So a tail made only of escapes and what they may contain
+/// (`\n` and digits, `\u4e2d`) still finds a boundary at its first escape.
+/// A window of nothing but backslashes ends the string, so it holds
+/// escaped backslashes in pairs, counted from its end.
 fn first_sure(raw: &[u8]) -> usize {
-    if memchr::memchr(b'\\', raw).is_none() {
+    let Some(first_escape) = memchr::memchr(b'\\', raw) else {
         return raw
             .iter()
             .position(|&b| crate::measure::utf8_width(b) > 0)
             .unwrap_or(raw.len());
-    }
-    raw.iter()
+    };
+    let plain = raw
+        .iter()
         .position(|&b| {
             crate::measure::utf8_width(b) > 0
                 && !b.is_ascii_hexdigit()
@@ -151,7 +160,16 @@ fn first_sure(raw: &[u8]) -> usize {
                     b'\\' | b'"' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' | b'u'
                 )
         })
-        .unwrap_or(raw.len())
+        .unwrap_or(raw.len());
+    let escape = (first_escape.max(1)..raw.len())
+        .find(|&i| raw[i] == b'\\' && raw[i - 1] != b'\\')
+        .unwrap_or(raw.len());
+    let all_backslashes = if raw.iter().all(|&b| b == b'\\') {
+        raw.len() % 2
+    } else {
+        raw.len()
+    };
+    plain.min(escape).min(all_backslashes)
 }
 
 /// The start of the longest suffix of `raw` of at most `max` bytes that
