@@ -218,6 +218,23 @@ impl fmt::Display for PolicyError {
     }
 }
 
+impl PolicyError {
+    /// Whether this is a budget too small for the notice
+    /// ([`BudgetTooSmall`](Self::BudgetTooSmall),
+    /// [`LinesTooSmall`](Self::LinesTooSmall) or
+    /// [`TokensTooSmall`](Self::TokensTooSmall)): the smallest budget that
+    /// works depends on the store, whose name and paths the notice may
+    /// print, so [`PolicyBuilder::build_for_store`] gives the number to use.
+    pub fn is_budget_too_small(&self) -> bool {
+        matches!(
+            self,
+            PolicyError::BudgetTooSmall { .. }
+                | PolicyError::LinesTooSmall { .. }
+                | PolicyError::TokensTooSmall { .. }
+        )
+    }
+}
+
 impl std::error::Error for PolicyError {}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -700,6 +717,42 @@ impl PolicyBuilder {
         policy.check_fits(0)?;
         Ok(policy)
     }
+
+    /// Builds the policy for `store`, with a read hint that names the store
+    /// when `name_store` is set (as [`Policy::naming_store`] does), and
+    /// checks the budgets against the notice this store's paths and name
+    /// make. So a budget that is too small is refused once, with the
+    /// smallest budget that works for this store, not one that would then
+    /// be refused again for the store's name or its paths.
+    ///
+    /// # Errors
+    ///
+    /// A [`PolicyError`] naming the first bad value.
+    pub fn build_for_store(
+        &self,
+        store: &crate::Store,
+        name_store: bool,
+    ) -> Result<Policy, PolicyError> {
+        // Everything but the budgets is checked as `build` checks it; the
+        // budgets are checked last, against the notice as it will be.
+        let mut lifted = self.clone();
+        if lifted.max_inline_bytes <= MAX_INLINE_BYTES_LIMIT as u64 {
+            lifted.max_inline_bytes = MAX_INLINE_BYTES_LIMIT as u64;
+        }
+        lifted.max_inline_lines = None;
+        lifted.max_inline_tokens = None;
+        let mut policy = lifted.build()?;
+        if name_store {
+            policy = policy.naming_store(store.root())?;
+        }
+        let mut config = (*policy.0).clone();
+        config.max_inline_bytes = self.max_inline_bytes as usize;
+        config.max_inline_lines = self.max_inline_lines;
+        config.max_inline_tokens = self.max_inline_tokens;
+        let policy = Policy(Arc::new(config));
+        policy.check_fits(store.max_path_len())?;
+        Ok(policy)
+    }
 }
 
 /// The compression names a config accepts.
@@ -910,6 +963,20 @@ impl PolicyConfig {
     /// A [`PolicyError`] naming the first bad value.
     pub fn build(&self) -> Result<Policy, PolicyError> {
         self.builder()?.build()
+    }
+
+    /// Validates and builds the policy for `store`: see
+    /// [`PolicyBuilder::build_for_store`].
+    ///
+    /// # Errors
+    ///
+    /// A [`PolicyError`] naming the first bad value.
+    pub fn build_for_store(
+        &self,
+        store: &crate::Store,
+        name_store: bool,
+    ) -> Result<Policy, PolicyError> {
+        self.builder()?.build_for_store(store, name_store)
     }
 }
 

@@ -26,11 +26,17 @@ impl NativeSpiller {
     pub fn new(store: String, config: String, name_store: bool) -> napi::Result<Self> {
         let config: spillway::PolicyConfig =
             serde_json::from_str(&config).map_err(|e| errors::coded("ERR_SPILLWAY_POLICY", e))?;
-        let mut policy = config.build().map_err(errors::policy)?;
-        let store = spillway::Store::open_url(&store).map_err(errors::store)?;
-        if name_store {
-            policy = policy.naming_store(store.root()).map_err(errors::policy)?;
+        // A budget too small is only known with the store (its name and
+        // paths are in the notice); every other bad value is known now.
+        if let Err(e) = config.build() {
+            if !e.is_budget_too_small() {
+                return Err(errors::policy(e));
+            }
         }
+        let store = spillway::Store::open_url(&store).map_err(errors::store)?;
+        let policy = config
+            .build_for_store(&store, name_store)
+            .map_err(errors::policy)?;
         let inner = spillway::Spiller::new(policy, store).map_err(errors::policy)?;
         Ok(NativeSpiller { inner })
     }

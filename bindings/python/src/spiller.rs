@@ -39,15 +39,19 @@ impl Spiller {
         let value = from_py(config.as_any())?;
         let config: spillway::PolicyConfig =
             serde_json::from_value(value).map_err(|e| errors::policy(py, e))?;
-        let mut policy = config.build().map_err(|e| errors::policy(py, e))?;
+        // A budget too small is only known with the store (its name and
+        // paths are in the notice); every other bad value is known now.
+        if let Err(e) = config.build() {
+            if !e.is_budget_too_small() {
+                return Err(errors::policy(py, e));
+            }
+        }
         let store = py
             .detach(|| spillway::Store::open_url(&store.to_string_lossy()))
             .map_err(|e| errors::store(py, &e))?;
-        if name_store {
-            policy = policy
-                .naming_store(store.root())
-                .map_err(|e| errors::policy(py, e))?;
-        }
+        let policy = config
+            .build_for_store(&store, name_store)
+            .map_err(|e| errors::policy(py, e))?;
         let inner = spillway::Spiller::new(policy, store).map_err(|e| errors::policy(py, e))?;
         Ok(Spiller { inner })
     }

@@ -38,13 +38,25 @@ pub fn run(cli: Cli) -> Result<i32> {
         _ => None,
     };
     // A flag whose value is out of range is a bad argument (exit 2), told
-    // apart from a bad file or environment setting (exit 1).
-    if let Some(Err(e)) = flags.as_ref().map(spillway::PolicyConfig::build) {
+    // apart from a bad file or environment setting (exit 1). The budgets
+    // are checked with the store, whose name and paths the notice prints.
+    let bad_flag = |e: &dyn std::fmt::Display| {
         eprintln!("spillway: invalid argument: {e} (see spillway --help)");
-        return Ok(2);
+        Ok(2)
+    };
+    if let Some(Err(e)) = flags.as_ref().map(spillway::PolicyConfig::build) {
+        if !e.is_budget_too_small() {
+            return bad_flag(&e);
+        }
     }
     let eff = config::load(cli.store, cli.config, flags.as_ref())?;
     let store = Store::open_url(&eff.store.to_string_lossy()).context("store")?;
+    if let Some(flags) = &flags {
+        let names = eff.names_store() && !matches!(cli.command, Command::Config(_));
+        if let Err(e) = flags.build_for_store(&store, names) {
+            return bad_flag(&e);
+        }
+    }
     let quiet = cli.quiet;
     match cli.command {
         Command::Apply(args) => apply(&eff, &store, args, quiet),
@@ -55,7 +67,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Verify(args) => verify(&store, args, quiet),
         Command::Gc(args) => gc(&store, args, quiet),
         Command::Stats(args) => stats(&store, args),
-        Command::Config(args) => show_config(&eff, args),
+        Command::Config(args) => show_config(&eff, &store, args),
         Command::Mcp(McpCommand::Proxy(args)) => mcp_proxy(&eff, &store, args),
         Command::Mcp(McpCommand::Serve(_)) => mcp_serve(&eff, &store),
     }
@@ -63,12 +75,12 @@ pub fn run(cli: Cli) -> Result<i32> {
 
 /// The policy for MCP: its read hints name the tools the client has.
 fn mcp_spiller(eff: &Effective, store: &Store, names: &spillway_mcp::ToolNames) -> Result<Spiller> {
-    let mut config = eff.policy()?.to_config();
+    let mut config = eff.policy_config()?.clone();
     let t = names.templates();
     let notice = config.notice.get_or_insert_with(Default::default);
     notice.stored = Some(t.stored.as_str().to_owned());
     notice.pointer = Some(t.pointer.as_str().to_owned());
-    let policy = config.build().context("policy")?;
+    let policy = config.build_for_store(store, false).context("policy")?;
     Spiller::new(policy, store.clone()).context("policy")
 }
 
@@ -120,14 +132,9 @@ fn stream(
 }
 
 fn spiller(eff: &Effective, store: &Store) -> Result<Spiller> {
-    let mut policy = eff.policy()?.clone();
     // The read hint must work pasted as it is: a store that is not the
     // default one is named in it.
-    if eff.store_source != config::Source::Default {
-        policy = policy
-            .naming_store(store.root())
-            .context("policy: the read hint for this store")?;
-    }
+    let policy = eff.policy(store, eff.names_store())?;
     Spiller::new(policy, store.clone()).context("policy")
 }
 
@@ -345,7 +352,7 @@ fn grep(eff: &Effective, store: &Store, args: GrepArgs) -> Result<i32> {
     // The continuation line repeats the command: its own size is kept out
     // of the listing's budget.
     let mut again = String::from("spillway ");
-    if eff.store_source != config::Source::Default {
+    if eff.names_store() {
         again.push_str(&format!(
             "--store {} ",
             spillway::notice::shell_quote(&store.root().to_string_lossy())
@@ -578,15 +585,20 @@ fn toml_string(text: &str) -> String {
     toml::Value::String(text.to_owned()).to_string()
 }
 
-fn show_config(eff: &Effective, args: ConfigArgs) -> Result<i32> {
-    let values = match serde_json::to_value(eff.policy()?.to_config())? {
+fn show_config(eff: &Effective, store: &Store, args: ConfigArgs) -> Result<i32> {
+    // The settings as configured: the read hint as written, not as it is
+    // made to name a store.
+    let values = match serde_json::to_value(eff.policy(store, false)?.to_config())? {
         serde_json::Value::Object(m) => m,
         _ => serde_json::Map::new(),
     };
     if args.json {
         let mut policy = serde_json::Map::new();
         for (k, v) in &values {
-            let source = eff.sources.get(k).map(ToString::to_string);
+            let source = eff
+                .sources
+                .get(k)
+                .map_or("default".to_string(), ToString::to_string);
             policy.insert(k.clone(), json!({ "value": v, "source": source }));
         }
         let v = json!({

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Context, Result};
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use spillway::{Policy, PolicyConfig};
+use spillway::{Policy, PolicyConfig, Store};
 
 /// Where a value came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,18 +63,35 @@ pub struct Effective {
     pub store: PathBuf,
     pub store_source: Source,
     pub config_file: Option<PathBuf>,
-    /// The policy, for the commands that apply one (`None` for the rest).
-    pub policy: Option<Policy>,
-    /// Field name to source, for every policy field.
+    /// The policy's layers merged, for the commands that apply one (`None`
+    /// for the rest). It is built with the store (see [`Effective::policy`]):
+    /// the smallest budget that works depends on the store's name and paths.
+    pub policy_config: Option<PolicyConfig>,
+    /// Field name to source, for the policy fields that were set.
     pub sources: BTreeMap<String, Source>,
 }
 
 impl Effective {
-    /// The policy; only commands that asked for one call this.
-    pub fn policy(&self) -> Result<&Policy> {
-        self.policy
+    /// The merged policy settings; only commands that asked for a policy
+    /// call this.
+    pub fn policy_config(&self) -> Result<&PolicyConfig> {
+        self.policy_config
             .as_ref()
             .ok_or_else(|| anyhow!("internal: this command was loaded without a policy"))
+    }
+
+    /// Whether read hints name the store: they must work pasted as they
+    /// are, and a store that is not the default one must then be given.
+    pub fn names_store(&self) -> bool {
+        self.store_source != Source::Default
+    }
+
+    /// The policy for `store`, its read hint naming the store when
+    /// `name_store` is set.
+    pub fn policy(&self, store: &Store, name_store: bool) -> Result<Policy> {
+        self.policy_config()?
+            .build_for_store(store, name_store)
+            .context("policy")
     }
 }
 
@@ -196,11 +213,7 @@ pub fn load(
                 sources.insert(k, Source::Flag);
             }
             merged.merge(flags.clone());
-            let policy = merged.build().context("policy")?;
-            for k in keys(&policy.to_config()) {
-                sources.entry(k).or_insert(Source::Default);
-            }
-            Some(policy)
+            Some(merged)
         }
         None => None,
     };
@@ -218,7 +231,7 @@ pub fn load(
         store,
         store_source,
         config_file,
-        policy,
+        policy_config: policy,
         sources,
     })
 }

@@ -382,3 +382,44 @@ fn apply_json_names_the_kind_of_store_failure() {
     assert!(v["store_error_kind"].is_null());
     assert_eq!(v["spill"]["compression"], "zstd");
 }
+
+/// The smallest budget an error names works the first time, whatever the
+/// store's path (the read hint names a store given with --store), for the
+/// bytes and the tokens budgets alike.
+#[test]
+fn the_smallest_budget_an_error_names_works() {
+    let base = tempfile::tempdir().unwrap();
+    let short = base.path().join("s");
+    let long = base.path().join("d".repeat(120)).join("e".repeat(120));
+    for store in [short, long] {
+        let input: String = (0..2000)
+            .map(|i| format!("line {i} of output that will not fit\n"))
+            .collect();
+        for (flag, used) in [
+            ("--max-inline-bytes", "bytes"),
+            ("--max-inline-tokens", "tokens"),
+        ] {
+            let out = spillway(&store, &["apply", flag, "10"], input.as_bytes());
+            assert_eq!(out.status.code(), Some(2));
+            let err = String::from_utf8_lossy(&out.stderr);
+            let needed: u64 = err
+                .rsplit("use at least ")
+                .next()
+                .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{err}"));
+            let n = needed.to_string();
+            let out = spillway(&store, &["apply", "--json", flag, &n], input.as_bytes());
+            let v = json(&out);
+            assert_eq!(v["spilled"], true, "{used}");
+            if used == "bytes" {
+                assert!(v["content"].as_str().unwrap().len() as u64 <= needed);
+            }
+            // One less is refused, with the same number.
+            let less = (needed - 1).to_string();
+            let out = spillway(&store, &["apply", flag, &less], input.as_bytes());
+            assert_eq!(out.status.code(), Some(2));
+            assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("use at least {n}")));
+        }
+    }
+}
