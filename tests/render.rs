@@ -30,8 +30,10 @@ fn spiller(b: &PolicyBuilder, store: &Store) -> Spiller {
 
 fn no_escapes(o: &Outcome) {
     assert!(!o.content.contains('\x1b'), "an ESC reached the content");
+    // A `\r` reaches it only as part of a `\r\n` line ending.
     assert!(
         !o.content
+            .replace("\r\n", "\n")
             .chars()
             .any(|c| c.is_control() && c != '\n' && c != '\t'),
         "a control character reached the content"
@@ -54,8 +56,15 @@ fn both(name: &str) -> (Outcome, Outcome, Vec<u8>) {
     let (_d, store) = temp_store();
     let whole = spiller(&builder(64 << 10), &store).apply(&input).unwrap();
     no_escapes(&whole);
+    // A recording renders differently, unless it is plain lines (`\r\n`
+    // line endings are kept as written).
+    let plain = !input.contains(&0x1b)
+        && !input
+            .iter()
+            .enumerate()
+            .any(|(i, &b)| b == b'\r' && input.get(i + 1) != Some(&b'\n'));
     assert!(
-        whole.rendered,
+        whole.rendered != plain,
         "{name}: a terminal recording renders differently"
     );
     // Fewer lines than it renders to, so that it is stored.
@@ -83,7 +92,8 @@ fn cargo_build_keeps_the_error_and_drops_the_progress_bar() {
     assert!(o.content.contains("Compiling demo v0.1.0"));
     // The progress bar was erased each time before the next message.
     assert_eq!(count(&o.content, "Building ["), 0, "{}", o.content);
-    assert!(!o.content.contains('\r'));
+    // Every `\r` that redrew the bar is gone; those ending lines stay.
+    assert!(!o.content.replace("\r\n", "\n").contains('\r'));
 }
 
 #[test]
@@ -99,7 +109,7 @@ fn tqdm_ends_as_its_final_frame() {
 #[test]
 fn pip_install_reads_as_lines() {
     let (o, _, _) = both("pip-install");
-    assert!(o.content.contains("Successfully installed tinypkg-1.0\n"));
+    assert!(o.content.contains("Successfully installed tinypkg-1.0\r\n"));
     assert_eq!(count(&o.content, "Processing"), 1);
 }
 
@@ -700,5 +710,78 @@ fn the_notice_range_covers_everything_not_shown() {
                 );
             }
         }
+    }
+}
+
+/// Redraws (`ESC[1A ESC[2K`) right before error lines: every salient line
+/// shown carries the number of the raw line it shows, whole and streamed,
+/// from inside the window and far past it.
+#[test]
+fn salient_lines_after_redraws_carry_their_raw_line_numbers() {
+    let (_d, store) = temp_store();
+    for total in [900, 1_400, 6_000] {
+        let mut input = Vec::new();
+        for i in 0..total {
+            if i % 7 == 3 {
+                input.extend_from_slice(
+                    format!("fetching {i}...\n\x1b[1A\x1b[2Kfetched {i}\n").as_bytes(),
+                );
+            } else if i % 7 == 4 {
+                input.extend_from_slice(format!("npm ERR! code {i}\n").as_bytes());
+            } else {
+                input.extend_from_slice(format!("ok {i}\n").as_bytes());
+            }
+        }
+        let raw: Vec<&[u8]> = input.split(|&b| b == b'\n').collect();
+        let s = spiller(&builder(8 << 10), &store);
+        for o in [
+            s.apply(&input).unwrap(),
+            apply_chunked(&s, &input, &[4093, 7]),
+        ] {
+            assert!(o.spilled);
+            assert!(!o.salient_lines.is_empty(), "{total}: {}", o.content);
+            for &n in &o.salient_lines {
+                let line = std::str::from_utf8(raw[n as usize - 1]).unwrap();
+                assert!(
+                    line.starts_with("npm ERR! code "),
+                    "{total}: line {n} is {line:?}"
+                );
+                assert!(
+                    o.content.contains(&format!("\n{n}:{line}\n")),
+                    "{total}: line {n}: {}",
+                    o.content
+                );
+            }
+        }
+    }
+}
+
+/// A CRLF file read through a tool: under the budget it comes back byte for
+/// byte; over it, the head and the tail keep their `\r\n` endings, as the
+/// raw render does.
+#[test]
+fn a_crlf_file_keeps_its_line_endings() {
+    let (_d, store) = temp_store();
+    let file: String = (0..600)
+        .map(|i| format!("Line {i}, col A;col B\r\n"))
+        .collect();
+    let s = spiller(&builder(64 << 10), &store);
+    let o = s.apply(file.as_bytes()).unwrap();
+    assert!(!o.spilled);
+    assert_eq!(o.content, file);
+    let tight = builder(4 << 10);
+    let raw = {
+        let mut b = tight.clone();
+        b.render(Render::Raw);
+        spiller(&b, &store).apply(file.as_bytes()).unwrap()
+    };
+    for o in [
+        spiller(&tight, &store).apply(file.as_bytes()).unwrap(),
+        apply_chunked(&spiller(&tight, &store), file.as_bytes(), &[1, 4093]),
+    ] {
+        assert!(o.spilled);
+        assert_eq!(o.content, raw.content);
+        assert!(o.content.starts_with("Line 0, col A;col B\r\nLine 1,"));
+        assert!(o.content.ends_with("Line 599, col A;col B\r\n"));
     }
 }

@@ -98,6 +98,8 @@ struct Row {
     line: u64,
     starts_line: bool,
     exact: bool,
+    /// The row was ended by `\r\n`: a line ending, kept as written.
+    crlf: bool,
 }
 
 impl Row {
@@ -109,6 +111,7 @@ impl Row {
             line,
             starts_line,
             exact: true,
+            crlf: false,
         }
     }
 
@@ -217,6 +220,8 @@ struct Screen {
     /// Where the current parser region starts (after a `\n` or at a multiple
     /// of [`REGION`]) and ends, raw offsets.
     region: u64,
+    /// Whether `region` is the start of a raw line.
+    region_starts_line: bool,
     end: u64,
     /// Raw newlines before the current region.
     newlines: u64,
@@ -229,9 +234,26 @@ struct Screen {
 }
 
 impl Screen {
-    fn new_region(&mut self) {
+    fn new_region(&mut self, at_line_start: bool) {
         self.region = self.end;
+        self.region_starts_line = at_line_start;
         self.boundary = (self.end / REGION + 1) * REGION;
+    }
+
+    /// Before text is written at the cursor: an empty bottom row that was
+    /// started on an earlier raw line (the cursor came back down to it after
+    /// a redraw above) now starts where its text comes from, so the line
+    /// gets the raw line number and offset of what it shows. (Only while the
+    /// row above is still here: its span then takes in the bytes between.)
+    fn anchor_bottom(&mut self) {
+        let b = self.bottom();
+        let (region, line, starts) = (self.region, self.newlines + 1, self.region_starts_line);
+        let r = &mut self.rows[b];
+        if b > 0 && self.row == b && r.chars == 0 && r.raw < region {
+            r.raw = region;
+            r.line = line;
+            r.starts_line = starts;
+        }
     }
 
     fn bottom(&self) -> usize {
@@ -245,17 +267,19 @@ impl Screen {
                 return;
             };
             let next = &self.rows[0];
+            let mut text = r.text;
+            if r.crlf {
+                text.push('\r');
+            }
             sink.line(
-                &r.text,
+                &text,
                 true,
                 Span {
                     raw: r.raw,
                     raw_end: next.raw,
                     line: r.line,
                     starts_line: r.starts_line,
-                    exact: r.exact
-                        && next.starts_line
-                        && next.raw == r.raw + r.text.len() as u64 + 1,
+                    exact: r.exact && next.starts_line && next.raw == r.raw + text.len() as u64 + 1,
                 },
             );
             self.row = self.row.saturating_sub(1);
@@ -309,6 +333,7 @@ impl Screen {
             }
             self.flush_bottom(sink);
         }
+        self.anchor_bottom();
         let col = self.col;
         self.rows[self.row].put(col, c);
         self.col += 1;
@@ -323,6 +348,7 @@ impl Screen {
             text.chars().count()
         };
         if self.col + n < MAX_ROW {
+            self.anchor_bottom();
             let col = self.col;
             self.rows[self.row].put_str(col, text, n);
             self.col += n;
@@ -392,6 +418,16 @@ impl<S: Sink> vte::Perform for Perf<'_, S> {
         if c == '\u{FFFD}' {
             let r = self.screen.row;
             self.screen.rows[r].exact = false;
+        }
+        if is_bidi_control(c) {
+            // Shown, never obeyed: the text reads in the order it was
+            // written, as compilers warn of these in source.
+            let r = self.screen.row;
+            self.screen.rows[r].exact = false;
+            for c in format!("<U+{:04X}>", u32::from(c)).chars() {
+                self.screen.print(self.sink, c);
+            }
+            return;
         }
         self.screen.print(self.sink, c);
     }
@@ -503,28 +539,62 @@ static SPECIAL: [bool; 256] = {
     }
     t[0x7F] = true;
     t[0xC2] = true;
+    // The lead byte of the bidirectional controls (and of much else: see
+    // `plain_prefix`).
+    t[0xE2] = true;
     t
 };
 
+/// The bidirectional formatting controls (U+202A to U+202E, U+2066 to
+/// U+2069): they reorder how the text around them is displayed, so a line
+/// can read differently from what it holds.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Whether `b` starts with the UTF-8 form of a bidirectional control (or
+/// with what may be the start of one, cut short).
+fn starts_bidi_control(b: &[u8]) -> bool {
+    match b {
+        [0xE2] | [0xE2, 0x80 | 0x81] => true,
+        [0xE2, 0x80, x, ..] => (0xAA..=0xAE).contains(x),
+        [0xE2, 0x81, x, ..] => (0xA6..=0xA9).contains(x),
+        _ => false,
+    }
+}
+
 /// The index of the first special byte in `b`, or `b.len()`.
+///
+/// 0xE2 leads many common characters (dashes, quotes, arrows, box drawing)
+/// besides the bidirectional controls: only those stop the plain run.
 fn plain_prefix(b: &[u8]) -> usize {
     const W: usize = 32;
     let mut i = 0;
-    while i + W <= b.len() {
-        let block = &b[i..i + W];
-        // Branch-free over the block, so it vectorizes.
-        let any = block.iter().fold(false, |acc, &x| {
-            acc | ((x < 0x20) & (x != b'\n') & (x != b'\t')) | (x == 0x7F) | (x == 0xC2)
-        });
-        if any {
-            break;
+    loop {
+        while i + W <= b.len() {
+            let block = &b[i..i + W];
+            // Branch-free over the block, so it vectorizes.
+            let any = block.iter().fold(false, |acc, &x| {
+                acc | ((x < 0x20) & (x != b'\n') & (x != b'\t'))
+                    | (x == 0x7F)
+                    | (x == 0xC2)
+                    | (x == 0xE2)
+            });
+            if any {
+                break;
+            }
+            i += W;
         }
-        i += W;
+        let Some(p) = b[i..].iter().position(|&x| SPECIAL[usize::from(x)]) else {
+            return b.len();
+        };
+        let at = i + p;
+        if b[at] == 0xE2 && !starts_bidi_control(&b[at..]) {
+            i = at + 1;
+            continue;
+        }
+        return at;
     }
-    b[i..]
-        .iter()
-        .position(|&x| SPECIAL[usize::from(x)])
-        .map_or(b.len(), |p| i + p)
 }
 
 /// The terminal renderer: raw bytes in, rendered lines out to a sink.
@@ -536,8 +606,14 @@ pub(crate) struct Terminal {
 }
 
 /// How many bytes at the end of `b` start a character that is not complete.
+///
+/// A `\r` at the end is held as well: whether it ends a line (`\r\n`) or
+/// returns the cursor depends on the next byte.
 fn incomplete_tail(b: &[u8]) -> usize {
     let n = b.len();
+    if b.last() == Some(&b'\r') {
+        return 1;
+    }
     for back in 1..=n.min(3) {
         let x = b[n - back];
         if (0x80..0xC0).contains(&x) {
@@ -576,6 +652,7 @@ impl Terminal {
                 base: 0,
                 boundary: (raw / REGION + 1) * REGION,
                 region: raw,
+                region_starts_line: starts_line,
                 end: raw,
                 newlines: line - 1,
                 ground: true,
@@ -596,6 +673,20 @@ impl Terminal {
     pub(crate) fn feed<S: Sink>(&mut self, sink: &mut S, mut data: &[u8]) {
         // The parser is never handed a character cut by a chunk's end: it
         // waits in `carry` for the rest.
+        if self.carry == b"\r" {
+            let Some(&next) = data.first() else {
+                return;
+            };
+            if next == b'\n' {
+                // The line ending, fed whole.
+                self.carry.clear();
+                self.feed_whole(sink, b"\r\n");
+                data = &data[1..];
+            } else {
+                self.carry.clear();
+                self.feed_whole(sink, b"\r");
+            }
+        }
         if !self.carry.is_empty() {
             let width = crate::measure::utf8_width(self.carry[0]);
             while self.carry.len() < width {
@@ -635,6 +726,10 @@ impl Terminal {
             while lim < data.len() && lim < to_boundary + 3 && (0x80..0xC0).contains(&data[lim]) {
                 lim += 1;
             }
+            if lim < data.len() && data[lim - 1] == b'\r' && data[lim] == b'\n' {
+                // A line ending stays whole.
+                lim += 1;
+            }
             let n = memchr::memchr(b'\n', &data[..lim]).map_or(lim, |i| i + 1);
             self.slow(sink, &data[..n]);
             data = &data[n..];
@@ -647,6 +742,14 @@ impl Terminal {
         self.screen.end += piece.len() as u64;
         let mut rest = piece;
         while !rest.is_empty() {
+            if rest.starts_with(b"\r\n") && self.screen.ground {
+                // A line ending, not a return to the line's start: the row
+                // keeps it, and the `\n` goes on as usual.
+                let r = self.screen.row;
+                self.screen.rows[r].crlf = true;
+                rest = &rest[1..];
+                continue;
+            }
             if rest[0] != 0x1B && self.screen.ground {
                 // At rest, printable text goes straight to the row; a
                 // control or a character the fast rules do not cover goes
@@ -710,9 +813,9 @@ impl Terminal {
         let s = &mut self.screen;
         if piece.last() == Some(&b'\n') {
             s.newlines += 1;
-            s.new_region();
+            s.new_region(true);
         } else if s.end >= s.boundary {
-            s.new_region();
+            s.new_region(false);
         }
     }
 
@@ -772,6 +875,7 @@ impl Terminal {
         let lines = bytecount::count(block, b'\n');
         let s = &mut self.screen;
         let start = s.end;
+        s.anchor_bottom();
         let mut keep_from = 0;
         if lines > WINDOW {
             // All but the last WINDOW lines go on as they are, after the
@@ -792,7 +896,7 @@ impl Terminal {
             if body.len() > MAX_ROW && body.chars().count() >= MAX_ROW {
                 // The slow path hands it on in pieces.
                 s.end = start + at as u64;
-                s.new_region();
+                s.new_region(true);
                 return at;
             }
             let r = s.row;
@@ -803,15 +907,20 @@ impl Terminal {
             s.end = start + at as u64;
             s.newline(sink);
             s.newlines += 1;
-            s.new_region();
+            s.new_region(true);
         }
         s.end = start + block.len() as u64;
-        s.new_region();
+        s.new_region(true);
         block.len()
     }
 
     /// Hands on every row left, at the end of the input.
     pub(crate) fn finish<S: Sink>(mut self, sink: &mut S) {
+        if self.carry == b"\r" {
+            // A carriage return as the last byte.
+            let carry = std::mem::take(&mut self.carry);
+            self.feed_whole(sink, &carry);
+        }
         if !self.carry.is_empty() {
             // A character cut short by the end of the input.
             let carry = std::mem::take(&mut self.carry);

@@ -59,8 +59,8 @@ fn carriage_returns_overwrite_the_line() {
     // ...unless the line is erased first.
     assert_eq!(render(b"abcdef\r\x1b[Kxy\n"), "xy\n");
     assert_eq!(render(b"abcdef\r\x1b[2Kxy\n"), "xy\n");
-    // CRLF is a plain line end.
-    assert_eq!(render(b"one\r\ntwo\r\n"), "one\ntwo\n");
+    // CRLF is a line end, kept as written.
+    assert_eq!(render(b"one\r\ntwo\r\n"), "one\r\ntwo\r\n");
 }
 
 #[test]
@@ -215,4 +215,103 @@ fn cursor_moves_right_stop_at_a_terminal_width() {
     let long = "x".repeat(600);
     let out = render(format!("{long}\x1b[10Cy\x1b[3Dz\n").as_bytes());
     assert_eq!(out, format!("{}zxy\n", "x".repeat(598)));
+}
+
+/// After a cursor-up redraw, the next line is written on a row the cursor
+/// came back down to: it carries the raw line it comes from, not the line
+/// where that row was started, and the spans still cover every raw byte.
+#[test]
+fn a_line_after_a_redraw_names_its_own_raw_line() {
+    let mut input = Vec::new();
+    for i in 1..=10 {
+        input.extend_from_slice(format!("step {i}\n").as_bytes());
+    }
+    // Line 11 is redrawn by line 12; line 13 is the error; line 14 plain.
+    input.extend_from_slice(b"building...\n\x1b[1A\x1b[2Kbuilt\nnpm ERR! code 1\nafter\n");
+    let raw_line_of = |needle: &[u8]| {
+        let at = input
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .unwrap();
+        (1 + bytecount::count(&input[..at], b'\n') as u64, at as u64)
+    };
+    for chunk in [input.len(), 1, 5, 13] {
+        let t = render_chunks(&input, chunk);
+        let find = |text: &str| {
+            t.spans
+                .iter()
+                .find(|(s, _)| s == text)
+                .map(|(_, sp)| *sp)
+                .unwrap_or_else(|| panic!("{text} not rendered: {:?}", t.out))
+        };
+        let err = find("npm ERR! code 1");
+        assert_eq!(
+            (err.line, err.raw),
+            raw_line_of(b"npm ERR!"),
+            "chunk {chunk}"
+        );
+        assert!(err.starts_line);
+        let after = find("after");
+        assert_eq!((after.line, after.raw), raw_line_of(b"after"));
+        // The spans tile the raw input, in order.
+        let mut at = 0;
+        for (_, sp) in &t.spans {
+            assert_eq!(sp.raw, at, "chunk {chunk}: {:?}", t.spans);
+            at = sp.raw_end;
+        }
+        assert_eq!(at, input.len() as u64);
+    }
+}
+
+/// `\r\n` is a line ending and is kept as written, whatever the chunking;
+/// a `\r` that returns to the line's start still redraws it.
+#[test]
+fn crlf_line_endings_are_kept() {
+    let input = b"first line\r\nsecond\r\n50%\r100%\r\nlast\r\n";
+    for chunk in 1..=input.len() {
+        let t = render_chunks(input, chunk);
+        assert_eq!(
+            t.out, "first line\r\nsecond\r\n100%\r\nlast\r\n",
+            "chunk {chunk}"
+        );
+        assert!(t.spans[0].1.exact && t.spans[1].1.exact, "chunk {chunk}");
+        assert!(!t.spans[2].1.exact);
+    }
+    // A CRLF file renders as its bytes, spans exact.
+    let file: String = (0..3000).map(|i| format!("row {i}\r\n")).collect();
+    let t = render_chunks(file.as_bytes(), 4093);
+    assert_eq!(t.out, file);
+    assert!(t.spans.iter().all(|(_, s)| s.exact));
+    // A lone `\r` at the very end is a return, not kept.
+    assert_eq!(render(b"done\r"), "done");
+}
+
+/// Bidirectional controls are shown as code points, never passed on, on
+/// the fast path and the slow one; other characters led by the same byte
+/// (dashes, quotes, arrows) pass as they are.
+#[test]
+fn bidi_controls_are_shown_not_obeyed() {
+    let controls = [
+        '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2067}',
+        '\u{2068}', '\u{2069}',
+    ];
+    for c in controls {
+        for input in [
+            format!("access {c}level\n"),
+            format!("\x1b[1mred\x1b[0m {c}x\n"),
+        ] {
+            for chunk in 1..=input.len() {
+                let out = render_chunks(input.as_bytes(), chunk).out;
+                assert!(!out.contains(c), "{c:?} passed: {out:?}");
+                assert!(
+                    out.contains(&format!("<U+{:04X}>", u32::from(c))),
+                    "{out:?}"
+                );
+            }
+        }
+    }
+    let plain = "a – b “c” → d ✓ │ e …\n".repeat(100);
+    let t = render_chunks(plain.as_bytes(), 4093);
+    assert_eq!(t.out, plain);
+    assert!(t.spans.iter().all(|(_, s)| s.exact));
 }
