@@ -1,6 +1,8 @@
 //! The platform layer under the store: a few system calls, each safe over
-//! rustix, with Linux versions and portable unix fallbacks. The `portable`
-//! feature forces the fallbacks on Linux too, so CI builds and tests them.
+//! rustix, with Linux versions and portable unix fallbacks. On Linux both
+//! are compiled; with the `test-seams` feature, the environment variable
+//! `SPILLWAY_TEST_PORTABLE_SYS=1` makes the store use the fallbacks, so CI
+//! tests them on Linux with the binaries it has already built.
 
 use std::fs;
 use std::io;
@@ -9,15 +11,46 @@ use std::path::Path;
 use rustix::fs::{flock, FlockOperation, OFlags};
 use rustix::io::Errno;
 
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
+#[cfg(target_os = "linux")]
 mod linux;
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-pub(crate) use linux::{rename_noreplace, start_writeback};
-
-#[cfg(any(not(target_os = "linux"), feature = "portable"))]
 mod portable;
-#[cfg(any(not(target_os = "linux"), feature = "portable"))]
-pub(crate) use portable::{rename_noreplace, start_writeback};
+
+/// Whether the portable fallbacks stand in for the Linux calls: always off
+/// the Linux kernel, and on Linux only when a test asks for them.
+pub(crate) fn use_portable() -> bool {
+    if cfg!(not(target_os = "linux")) {
+        return true;
+    }
+    #[cfg(any(test, feature = "test-seams"))]
+    {
+        static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *FORCED.get_or_init(|| {
+            std::env::var_os("SPILLWAY_TEST_PORTABLE_SYS").is_some_and(|v| v == "1")
+        })
+    }
+    #[cfg(not(any(test, feature = "test-seams")))]
+    false
+}
+
+/// Asks the kernel to start writing a range of `file` back now (Linux), so
+/// the fsync at the end waits for less; elsewhere nothing.
+pub(crate) fn start_writeback(file: &fs::File, offset: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    if !use_portable() {
+        return linux::start_writeback(file, offset, len);
+    }
+    portable::start_writeback(file, offset, len)
+}
+
+/// Renames `from` to `to` unless `to` exists (Linux); elsewhere
+/// [`io::ErrorKind::Unsupported`].
+pub(crate) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    if !use_portable() {
+        return linux::rename_noreplace(from, to);
+    }
+    portable::rename_noreplace(from, to)
+}
 
 /// Flags for opening anything inside the store: never through a symbolic
 /// link, and never blocking on a FIFO someone planted.
@@ -81,7 +114,7 @@ mod tests {
         );
         fs::write(&a, b"a").unwrap();
         fs::write(&b, b"b").unwrap();
-        let portable = cfg!(any(not(target_os = "linux"), feature = "portable"));
+        let portable = use_portable();
         match rename_noreplace(&a, &b) {
             Err(e) if e.kind() == io::ErrorKind::Unsupported => assert!(portable),
             Err(e) => assert_eq!(e.kind(), io::ErrorKind::AlreadyExists),
@@ -91,6 +124,12 @@ mod tests {
         if rename_noreplace(&a, &c).is_ok() {
             assert_eq!(fs::read(&c).unwrap(), b"a");
         }
+    }
+
+    #[test]
+    fn the_portable_paths_are_taken_when_a_test_asks() {
+        let asked = std::env::var_os("SPILLWAY_TEST_PORTABLE_SYS").is_some_and(|v| v == "1");
+        assert_eq!(use_portable(), asked || cfg!(not(target_os = "linux")));
     }
 
     #[test]

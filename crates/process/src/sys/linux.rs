@@ -5,10 +5,6 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 
 use rustix::pipe::{fcntl_setpipe_size, pipe_with, PipeFlags};
 
-/// Whether [`widen_pipe`] can succeed on this platform.
-#[cfg(test)]
-pub(crate) const CAN_WIDEN: bool = true;
-
 /// A pipe whose ends are close-on-exec from the start.
 pub(crate) fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(pipe_with(PipeFlags::CLOEXEC)?)

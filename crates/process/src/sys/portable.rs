@@ -6,10 +6,6 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use rustix::io::{fcntl_getfd, fcntl_setfd, FdFlags};
 
-/// Whether [`widen_pipe`] can succeed on this platform.
-#[cfg(test)]
-pub(crate) const CAN_WIDEN: bool = false;
-
 /// A pipe whose ends are close-on-exec. Between `pipe` and `fcntl`, a
 /// process that another thread spawns at that very moment can inherit the
 /// ends (and hold the pipe open): the race every unix without `pipe2` has.
