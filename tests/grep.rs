@@ -38,10 +38,8 @@ fn oracle(data: &[u8], re: &Regex, opts: &GrepOptions) -> (Vec<(u64, bool)>, u64
         }
         listed.insert(m, true);
     }
-    // Context after the last shown match stops at the next (unshown) match.
-    if let Some(&next) = matches.get(shown) {
-        listed.retain(|&n, _| n < next);
-    }
+    // Context after the last shown match is listed whatever it holds, as
+    // grep -m lists it: a match past the limit there is context.
     let more = (matches.len() - shown) as u64;
     let next = matches.get(shown).copied();
     (listed.into_iter().collect(), more, next)
@@ -97,10 +95,11 @@ fn check(data: &[u8], pattern: &str, opts: &GrepOptions, raw: bool) {
         assert!(kept <= opts.max_line_bytes);
     }
     // The continuation resumes at or before the next match, after the last
-    // listed line.
+    // listed match (only trailing context may come after it).
     if let Some(n) = report.next_line {
         assert!(n <= next_match.unwrap());
-        assert!(report.lines.last().is_none_or(|l| l.line < n));
+        let last_match = report.lines.iter().rev().find(|l| l.matched);
+        assert!(last_match.is_none_or(|l| l.line < n));
     }
 }
 

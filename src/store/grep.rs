@@ -85,6 +85,11 @@ pub struct GrepOptions {
     pub before: usize,
     /// Context lines after each match. Default 0.
     pub after: usize,
+    /// Whether context was asked for even when `before` and `after` are 0
+    /// (`grep -C 0`): groups of lines that are not adjacent are then
+    /// separated by `--`, as grep separates them. Context above 0 implies
+    /// it. Default false.
+    pub context: bool,
     /// Stop after this many matching lines. Default: no limit.
     pub max_count: Option<u64>,
     /// The first line searched, from 1. Default 1.
@@ -97,11 +102,20 @@ pub struct GrepOptions {
     pub max_line_bytes: usize,
 }
 
+impl GrepOptions {
+    /// Whether `--` separates groups that are not adjacent: the `context`
+    /// argument [`GrepReport::printed`] takes.
+    pub fn separates(&self) -> bool {
+        self.context || self.before > 0 || self.after > 0
+    }
+}
+
 impl Default for GrepOptions {
     fn default() -> Self {
         GrepOptions {
             before: 0,
             after: 0,
+            context: false,
             max_count: None,
             from_line: 1,
             max_bytes: 32 << 10,
@@ -331,7 +345,7 @@ impl<'a> Searcher<'a> {
 
     /// The bytes `l` adds to the listing after line `last`.
     fn cost(&self, last: u64, l: &GrepLine) -> usize {
-        let context = self.opts.before > 0 || self.opts.after > 0;
+        let context = self.opts.separates();
         let gap = context && last > 0 && l.line > last + 1;
         l.printed().len() + if gap { GROUP_SEPARATOR.len() } else { 0 }
     }
@@ -423,7 +437,6 @@ impl<'a> Searcher<'a> {
                 if listed {
                     self.after_left = self.opts.after;
                 } else {
-                    self.full = true;
                     self.report.more_matches += 1;
                     // Continue with this match's context: the lines between
                     // the last listed one and this match hold no match.
@@ -432,6 +445,17 @@ impl<'a> Searcher<'a> {
                         .max(self.last_listed + 1)
                         .max(self.opts.from_line);
                     self.report.next_line.get_or_insert(from);
+                    if capped && !self.full && self.after_left > 0 {
+                        // After the last match `max_count` allows, grep
+                        // prints its trailing context whatever it holds:
+                        // this match is listed as context (and counted
+                        // among those left, where the continuation starts).
+                        self.after_left -= 1;
+                        let l = self.listed(false);
+                        self.push(l);
+                    } else {
+                        self.full = true;
+                    }
                 }
             } else if self.after_left > 0 && !self.full {
                 self.after_left -= 1;

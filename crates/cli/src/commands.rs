@@ -365,7 +365,9 @@ fn grep(eff: &Effective, store: &Store, args: GrepArgs) -> Result<i32> {
     ));
     let before = args.before_context.or(args.context).unwrap_or(0);
     let after = args.after_context.or(args.context).unwrap_or(0);
-    if before > 0 {
+    let context_asked =
+        args.context.is_some() || args.before_context.is_some() || args.after_context.is_some();
+    if before > 0 || (context_asked && after == 0) {
         again.push_str(&format!(" -B {before}"));
     }
     if after > 0 {
@@ -394,6 +396,7 @@ fn grep(eff: &Effective, store: &Store, args: GrepArgs) -> Result<i32> {
     let mut opts = spillway::GrepOptions::default();
     opts.before = before;
     opts.after = after;
+    opts.context = context_asked;
     opts.max_count = args.max_count;
     opts.from_line = args.from_line;
     opts.max_bytes = if args.json { budget } else { budget - reserve };
@@ -404,7 +407,7 @@ fn grep(eff: &Effective, store: &Store, args: GrepArgs) -> Result<i32> {
         v["continue"] = json!(report.next_line.map(|n| format!("{again} --from-line {n}")));
         emit(format!("{}\n", serde_json::to_string(&v)?).as_bytes())?;
     } else {
-        let mut out = report.printed(before > 0 || after > 0);
+        let mut out = report.printed(opts.separates());
         if let Some(n) = report.next_line {
             out.push_str(&format!(
                 "[spillway: {} more matching line(s) after this listing; continue with: {again} --from-line {n}]\n",

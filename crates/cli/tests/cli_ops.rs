@@ -894,6 +894,14 @@ fn grep_prints_what_grep_n_prints() {
         ("FAILED|warning", vec!["-C", "2"]),
         ("failed", vec!["-i", "-A", "1"]),
         ("^test_1[0-9]{3} ok$", vec!["-B", "3"]),
+        // Context of 0 still separates groups.
+        ("FAILED", vec!["-C", "0"]),
+        ("FAILED|warning", vec!["-A", "0"]),
+        ("warning", vec!["-B", "0", "-A", "1"]),
+        // Trailing context after the last match -m allows, matches in it
+        // printed as context.
+        ("test_[1-5] ", vec!["-m", "1", "-C", "3"]),
+        ("FAILED|warning|test_1[0-9]{3} ", vec!["-m", "3", "-A", "2"]),
     ] {
         let mut args = vec!["grep", &id, pattern, "--max-bytes", "64MiB"];
         args.extend(&extra);
@@ -911,8 +919,15 @@ fn grep_prints_what_grep_n_prints() {
             .arg(&file)
             .output()
             .unwrap();
+        // Past -m, the listing ends with the note of how to continue,
+        // which grep has no counterpart of.
+        let ours: String = String::from_utf8_lossy(&ours.stdout)
+            .lines()
+            .filter(|l| !l.starts_with("[spillway: "))
+            .map(|l| format!("{l}\n"))
+            .collect();
         assert_eq!(
-            String::from_utf8_lossy(&ours.stdout),
+            ours,
             String::from_utf8_lossy(&theirs.stdout),
             "pattern {pattern} {extra:?}"
         );
