@@ -202,20 +202,34 @@ fn reads_back(store: &Store, id: &spillway::ContentId, doc: &V, p: &JsonPointer)
     }
 }
 
+/// A marker names `want` and reads it back when a pointer names `want`
+/// (`named`); when not (a member of an object that has its name twice, or
+/// anything below one), it names no pointer and says why.
+fn marker_reads(marker: &str, want: &JsonPointer, named: bool, read: bool, cx: &Cx<'_>) {
+    if named {
+        assert_eq!(&hint_pointer(marker), want, "marker {marker}");
+        if read {
+            reads_back(cx.0, cx.1, cx.2, want);
+        }
+    } else {
+        assert!(!marker.contains("--pointer"), "{marker}");
+        assert!(
+            marker.contains("an earlier member of its object is also named"),
+            "{marker}"
+        );
+    }
+}
+
+type Cx<'a> = (&'a Store, &'a spillway::ContentId, &'a V);
+
 /// Checks that `preview` has `orig`'s shape and that every marker reads
-/// back; returns the markers seen.
-fn check_shape(
-    preview: &V,
-    orig: &V,
-    path: JsonPointer,
-    cx: &(&Store, &spillway::ContentId, &V),
-) -> usize {
+/// back; returns the markers seen. `named` is whether a pointer names
+/// `path` (a pointer names the first member of a name).
+fn check_shape(preview: &V, orig: &V, path: JsonPointer, named: bool, cx: &Cx<'_>) -> usize {
     match (preview, orig) {
         (V::Str(s), _) if is_marker(s) && !matches!(orig, V::Str(o) if o == s) => {
             // A whole value elided.
-            let p = hint_pointer(s);
-            assert_eq!(p, path, "marker {s}");
-            reads_back(cx.0, cx.1, cx.2, &p);
+            marker_reads(s, &path, named, true, cx);
             1
         }
         (V::Str(s), V::Str(o)) => {
@@ -238,8 +252,7 @@ fn check_shape(
                 raw_len,
                 "string marker counts raw bytes: {s:?}"
             );
-            assert_eq!(hint_pointer(&s[m..end - "…".len()]), path);
-            reads_back(cx.0, cx.1, cx.2, &path);
+            marker_reads(&s[m..end - "…".len()], &path, named, true, cx);
             1
         }
         (V::Arr(a), V::Arr(o)) => {
@@ -251,10 +264,13 @@ fn check_shape(
                 Some(i) => {
                     let V::Str(m) = &a[i] else { unreachable!() };
                     let count = number_after(m, "[spillway: ");
-                    let first: u64 = number_after(m, &format!("omitted, {path}/"));
-                    let p = hint_pointer(m);
-                    assert_eq!(p, path.clone().child(&first.to_string()));
-                    reads_back(cx.0, cx.1, cx.2, &p);
+                    let first: u64 = if named {
+                        number_after(m, &format!("omitted, {path}/"))
+                    } else {
+                        i as u64
+                    };
+                    let p = path.clone().child(&first.to_string());
+                    marker_reads(m, &p, named, true, cx);
                     markers += 1;
                     assert_eq!(first as usize, i, "the range starts after the head");
                     (&a[..i], &a[i + 1..], count as usize)
@@ -267,12 +283,12 @@ fn check_shape(
                 "elements add up"
             );
             for (i, x) in head.iter().enumerate() {
-                markers += check_shape(x, &o[i], path.clone().child(&i.to_string()), cx);
+                markers += check_shape(x, &o[i], path.clone().child(&i.to_string()), named, cx);
             }
             let base = o.len() - tail.len();
             for (j, x) in tail.iter().enumerate() {
                 let i = base + j;
-                markers += check_shape(x, &o[i], path.clone().child(&i.to_string()), cx);
+                markers += check_shape(x, &o[i], path.clone().child(&i.to_string()), named, cx);
             }
             markers
         }
@@ -287,7 +303,7 @@ fn check_shape(
                         && !o.iter().any(|(ok, _)| ok == k)
                     {
                         let count = number_after(s, "[spillway: ") as usize;
-                        assert_eq!(hint_pointer(s), path);
+                        marker_reads(s, &path, named, false, cx);
                         next += count;
                         seen_range += count;
                         markers += 1;
@@ -302,7 +318,8 @@ fn check_shape(
                     j, 0,
                     "no member of {path} skipped without a marker before {k:?}"
                 );
-                markers += check_shape(x, &o[next].1, path.clone().child(k), cx);
+                let first = !o[..next].iter().any(|(ok, _)| ok == k);
+                markers += check_shape(x, &o[next].1, path.clone().child(k), named && first, cx);
                 next += 1;
             }
             assert_eq!(
@@ -342,6 +359,9 @@ fn doc() -> impl Strategy<Value = V> {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..40).prop_map(V::Arr),
             (1usize..60, inner.clone()).prop_map(|(n, x)| V::Arr(vec![x; n])),
+            // Now and then a name twice: JSON allows it, and a pointer
+            // names the first.
+            prop::collection::vec(("[ab]", inner.clone()), 0..6).prop_map(V::Obj),
             prop::collection::vec(("[a-z/~é\"]{0,8}", inner), 0..30).prop_map(|kv| {
                 let mut seen = std::collections::HashSet::new();
                 V::Obj(
@@ -391,6 +411,7 @@ fn check(doc: &V, pretty: bool, budget: u64, chunk: usize) -> Outcome {
         &preview,
         doc,
         JsonPointer::default(),
+        true,
         &(sp.store(), &spill.id, doc),
     );
     if markers == 0 {
@@ -657,4 +678,96 @@ fn tail_side_values_keep_the_shape_and_read_back() {
             assert!(out.spilled && out.format == Format::Json, "doc {k}");
         }
     }
+}
+
+/// In `{"a":[…],"a":[…]}` a pointer `/a/…` reads the first array: the
+/// second array's markers name no pointer, and say why.
+#[test]
+fn a_repeated_name_gets_no_pointer_that_reads_another_value() {
+    let first: Vec<String> = (0..500).map(|i| i.to_string()).collect();
+    let second: Vec<String> = (0..500).map(|i| format!("\"second-{i}\"")).collect();
+    let text = format!(
+        "{{\"a\":[{}],\"a\":[{}]}}",
+        first.join(","),
+        second.join(",")
+    );
+    let doc = parse(text.as_bytes());
+    for budget in [1024, 2048, 4096] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = spiller(budget, Format::Json, dir.path())
+            .apply(text.as_bytes())
+            .unwrap();
+        assert_eq!(out.format, Format::Json, "{:?}", out.json_error);
+        let V::Obj(members) = parse(out.content.as_bytes()) else {
+            panic!("{}", out.content)
+        };
+        let seconds: Vec<&V> = members
+            .iter()
+            .filter(|(k, _)| k == "a")
+            .map(|(_, v)| v)
+            .skip(1)
+            .collect();
+        assert_eq!(seconds.len(), 1, "{}", out.content);
+        let V::Arr(kept) = seconds[0] else {
+            panic!("{}", out.content)
+        };
+        let marker = kept
+            .iter()
+            .find_map(|v| match v {
+                V::Str(s) if is_marker(s) => Some(s),
+                _ => None,
+            })
+            .expect("the second array is cut");
+        assert!(!marker.contains("--pointer"), "{marker}");
+        assert!(
+            marker.contains("also named \\\"a\\\"") || marker.contains("also named \"a\""),
+            "{marker}"
+        );
+        // And the whole preview passes the shape check.
+        let spill = out.spill.as_ref().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        check_shape(
+            &parse(out.content.as_bytes()),
+            &doc,
+            JsonPointer::default(),
+            true,
+            &(&store, &spill.id, &doc),
+        );
+    }
+}
+
+/// A UTF-8 byte order mark before the document (RFC 8259 lets a parser
+/// ignore one) still gets the JSON preview, and its pointers read back.
+#[test]
+fn a_byte_order_mark_before_the_document_is_skipped() {
+    let body: Vec<String> = (0..2000).map(|i| format!("{{\"n\":{i}}}")).collect();
+    let text = format!("\u{feff}[{}]", body.join(","));
+    let doc = parse(&text.as_bytes()[3..]);
+    for (format, chunk) in [(Format::Json, 1), (Format::Json, 2), (Format::Auto, 4096)] {
+        let dir = tempfile::tempdir().unwrap();
+        let sp = spiller(2048, format, dir.path());
+        let mut stage = sp.stage();
+        for c in text.as_bytes().chunks(chunk) {
+            stage.feed(c);
+        }
+        let out = stage.finish().unwrap();
+        assert_eq!(out.format, Format::Json, "{:?}", out.json_error);
+        assert!(out.content.len() <= 2048);
+        let spill = out.spill.as_ref().unwrap();
+        let markers = check_shape(
+            &parse(out.content.as_bytes()),
+            &doc,
+            JsonPointer::default(),
+            true,
+            &(sp.store(), &spill.id, &doc),
+        );
+        assert!(markers > 0);
+    }
+    // Half a mark is not JSON.
+    let dir = tempfile::tempdir().unwrap();
+    let mut bad = vec![0xEF, 0xBB];
+    bad.extend_from_slice(&text.as_bytes()[3..]);
+    let out = spiller(2048, Format::Json, dir.path()).apply(&bad).unwrap();
+    assert_eq!(out.format, Format::Text);
+    assert!(out.json_error.is_some());
 }

@@ -48,6 +48,11 @@ pub(crate) struct Fitter<'a> {
     hint: &'a dyn Hint,
     head_percent: u64,
     pub(crate) elided: Elided,
+    /// How many members on the current path no pointer names (an earlier
+    /// member of their object has their name), and the outermost one's
+    /// name.
+    unnamed: u32,
+    unnamed_key: String,
 }
 
 /// Appends `s` as the content of a JSON string (no quotes).
@@ -189,6 +194,8 @@ impl<'a> Fitter<'a> {
             hint,
             head_percent: u64::from(head_percent),
             elided: Elided::default(),
+            unnamed: 0,
+            unnamed_key: String::new(),
         }
     }
 
@@ -197,6 +204,13 @@ impl<'a> Fitter<'a> {
     }
 
     fn read_as(&self, what: &str, pointer: &str, end: u64) -> String {
+        if self.unnamed > 0 {
+            let mut name = String::new();
+            push_escaped(&mut name, &self.unnamed_key);
+            return format!(
+                "no pointer reads {what}: an earlier member of its object is also named \"{name}\", and a pointer names the first"
+            );
+        }
         match self.hint.hint(pointer, end) {
             Ok(h) => format!("read {what} with: {h}"),
             Err(e) => format!("not stored: {e}"),
@@ -337,13 +351,40 @@ impl<'a> Fitter<'a> {
         }
     }
 
-    /// Writes `kid` into a fresh buffer within `budget`.
-    fn try_value(&mut self, kid: &Child, pointer: &mut String, budget: usize) -> Option<String> {
+    /// Steps the pointer down to `kid`; `exact` is whether a pointer names
+    /// it (see [`Container::names_exactly`]). Returns what [`Self::leave`]
+    /// takes.
+    fn enter(&mut self, pointer: &mut String, kid: &Child, exact: bool) -> (usize, bool) {
         let len = pointer.len();
         push_child_token(pointer, kid);
+        if !exact {
+            if self.unnamed == 0 {
+                self.unnamed_key = super::pointer::unescape(kid.key.as_deref().unwrap_or_default());
+            }
+            self.unnamed += 1;
+        }
+        (len, exact)
+    }
+
+    fn leave(&mut self, pointer: &mut String, (len, exact): (usize, bool)) {
+        pointer.truncate(len);
+        if !exact {
+            self.unnamed -= 1;
+        }
+    }
+
+    /// Writes `kid` of `parent` into a fresh buffer within `budget`.
+    fn try_value(
+        &mut self,
+        parent: &Container,
+        kid: &Child,
+        pointer: &mut String,
+        budget: usize,
+    ) -> Option<String> {
+        let at = self.enter(pointer, kid, parent.names_exactly(kid.index));
         let mut buf = String::new();
         let ok = self.value(kid, pointer, budget, &mut buf);
-        pointer.truncate(len);
+        self.leave(pointer, at);
         ok.then_some(buf)
     }
 
@@ -434,7 +475,7 @@ impl<'a> Fitter<'a> {
             let both = head.is_empty() && tail.is_empty() && hi - lo >= 2 && lo < head_max;
             if both {
                 let share = left_room(used, tail_used) * self.head_percent as usize / 100;
-                if let Some(s) = self.try_value(kids[lo], pointer, share) {
+                if let Some(s) = self.try_value(c, kids[lo], pointer, share) {
                     used += s.len();
                     head.push(s);
                 }
@@ -444,7 +485,7 @@ impl<'a> Fitter<'a> {
             if tail.is_empty() && kids.len() - hi < tail_max {
                 let sep = usize::from(!head.is_empty());
                 let room = left_room(used, tail_used).saturating_sub(sep);
-                if let Some(s) = self.try_value(kids[hi - 1], pointer, room) {
+                if let Some(s) = self.try_value(c, kids[hi - 1], pointer, room) {
                     tail_used += s.len() + sep;
                     tail.push(s);
                 }
@@ -455,7 +496,7 @@ impl<'a> Fitter<'a> {
                 let sep = usize::from(!tail.is_empty());
                 let room = left_room(used, tail_used).saturating_sub(sep);
                 // The last step: nothing is placed after it.
-                if let Some(s) = self.try_value(kids[lo], pointer, room) {
+                if let Some(s) = self.try_value(c, kids[lo], pointer, room) {
                     head.push(s);
                 }
             }
@@ -521,10 +562,9 @@ impl<'a> Fitter<'a> {
         let mins: Vec<usize> = kids
             .iter()
             .map(|k| {
-                let len = pointer.len();
-                push_child_token(pointer, k);
+                let at = self.enter(pointer, k, c.names_exactly(k.index));
                 let m = self.min_len(k, pointer);
-                pointer.truncate(len);
+                self.leave(pointer, at);
                 m
             })
             .collect();
@@ -630,7 +670,7 @@ impl<'a> Fitter<'a> {
                 extra / (waiting + 1)
             };
             let s = self
-                .try_value(kids[i], pointer, mins[i] + share)
+                .try_value(c, kids[i], pointer, mins[i] + share)
                 .unwrap_or_default();
             extra = (extra + mins[i]).saturating_sub(s.len());
             texts[i] = Some(s);

@@ -56,6 +56,10 @@ pub(crate) struct NotJson {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
+    /// The document's start, where a UTF-8 byte order mark (`EF BB BF`) is
+    /// skipped (RFC 8259 allows a parser to ignore one); this many of its
+    /// bytes have been seen.
+    Bom(u8),
     /// A value must come (document start, after `[`, `,` in an array, `:`).
     Value,
     /// After `[`: a value or `]`.
@@ -151,7 +155,7 @@ fn is_ws(b: u8) -> bool {
 impl Scanner {
     pub(crate) fn new() -> Self {
         Scanner {
-            state: State::Value,
+            state: State::Bom(0),
             stack: Vec::new(),
             depth: 0,
             key: false,
@@ -302,6 +306,22 @@ impl Scanner {
                     }
                     self.emit_scalar(base + i as u64, sink);
                     state = after_value!();
+                    continue;
+                }
+                State::Bom(seen) => {
+                    const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+                    if chunk[i] == BOM[usize::from(seen)] {
+                        i += 1;
+                        state = if seen == 2 {
+                            State::Value
+                        } else {
+                            State::Bom(seen + 1)
+                        };
+                    } else if seen == 0 {
+                        state = State::Value;
+                    } else {
+                        fail!(i);
+                    }
                     continue;
                 }
                 State::Lit(word, matched) => {

@@ -89,9 +89,28 @@ pub(crate) struct Container {
     pub tail: VecDeque<Child>,
     /// All children.
     pub count: u64,
+    /// The indexes of members whose name an earlier member of this object
+    /// already has, in order: a pointer names the first member of a name,
+    /// so none names these.
+    pub repeated: Vec<u64>,
+    /// The first member whose name could not be checked against all the
+    /// earlier ones (an object of more than [`KEY_SET_CAP`] names).
+    pub unsure_from: Option<u64>,
 }
 
+/// How many member names an object remembers to find repeated ones (about
+/// 16 bytes each).
+pub(crate) const KEY_SET_CAP: usize = 1 << 16;
+
 impl Container {
+    /// Whether a pointer names the member at `index` exactly: no earlier
+    /// member has its name. Always true in an array.
+    pub(crate) fn names_exactly(&self, index: u64) -> bool {
+        self.kind == Kind::Array
+            || (self.repeated.binary_search(&index).is_err()
+                && self.unsure_from.is_none_or(|u| index < u))
+    }
+
     /// How many kept children the head side and the tail side may take:
     /// neither reaches across the gap.
     pub(crate) fn sides(&self) -> (usize, usize) {
@@ -284,6 +303,9 @@ struct Frame {
     cost: usize,
     my_key: Option<Box<[u8]>>,
     my_index: u64,
+    /// Hashes of the member names seen so far (an object's), to find a
+    /// repeated name.
+    keys: std::collections::HashSet<u64>,
 }
 
 impl Frame {
@@ -342,6 +364,8 @@ pub(crate) struct Builder {
     opaque_head: bool,
     string: Option<OpenStr>,
     tail_str: Option<TailStr>,
+    /// The raw bytes of the member name being read.
+    key_buf: Option<Vec<u8>>,
     /// Emptied entry lists, to reuse: most tail-side containers are small
     /// and short-lived.
     spare: Vec<VecDeque<Entry>>,
@@ -369,6 +393,7 @@ impl Builder {
             opaque_head: false,
             string: None,
             tail_str: None,
+            key_buf: None,
             spare: Vec::new(),
             head_used: 0,
             key_too_long: false,
@@ -470,6 +495,32 @@ impl Builder {
             if let Some(e) = f.entries.pop_front() {
                 f.gap(&e);
             }
+        }
+    }
+
+    /// A member name was read: notes whether an earlier member of the
+    /// object has it (the value that follows takes the frame's next index).
+    fn key_done(&mut self, raw: &[u8]) {
+        use std::hash::{Hash, Hasher};
+        if raw.len() > self.keep.max_key {
+            return;
+        }
+        let Some(f) = self.stack.last_mut() else {
+            return;
+        };
+        if f.container.kind != Kind::Object {
+            return;
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        super::pointer::unescape(raw).hash(&mut h);
+        let h = h.finish();
+        if f.keys.contains(&h) {
+            // Equal hashes of different names only cost a pointer.
+            f.container.repeated.push(f.index);
+        } else if f.keys.len() >= KEY_SET_CAP {
+            f.container.unsure_from.get_or_insert(f.index);
+        } else {
+            f.keys.insert(h);
         }
     }
 
@@ -617,6 +668,8 @@ impl Builder {
                 gap,
                 tail: VecDeque::new(),
                 count,
+                repeated: Vec::new(),
+                unsure_from: None,
             })),
             start,
             end,
@@ -705,7 +758,10 @@ impl Sink for Builder {
                 gap: Gap::default(),
                 tail: VecDeque::new(),
                 count: 0,
+                repeated: Vec::new(),
+                unsure_from: None,
             },
+            keys: std::collections::HashSet::new(),
             entries: self.spare.pop().unwrap_or_default(),
             start: at,
             from,
@@ -800,6 +856,7 @@ impl Sink for Builder {
             if let Some(f) = self.stack.last_mut() {
                 f.key_from = at;
             }
+            self.key_buf = Some(Vec::new());
         }
         if self.head_side() {
             self.string = Some(OpenStr {
@@ -828,6 +885,7 @@ impl Sink for Builder {
                 if raw.len() > self.keep.max_key {
                     self.key_too_long = true;
                 }
+                self.key_done(raw);
                 if let Some(f) = self.stack.last_mut() {
                     f.key_from = at;
                     f.key_end = end + self.base;
@@ -857,6 +915,13 @@ impl Sink for Builder {
     }
 
     fn str_part(&mut self, mut raw: &[u8]) {
+        if let Some(k) = self.key_buf.as_mut() {
+            // Past `max_key`, the document gets the text preview anyway.
+            let n = raw
+                .len()
+                .min((self.keep.max_key + 1).saturating_sub(k.len()));
+            k.extend_from_slice(&raw[..n]);
+        }
         if let Some(t) = self.tail_str.as_mut() {
             t.len += raw.len() as u64;
             if t.key {
@@ -917,6 +982,9 @@ impl Sink for Builder {
 
     fn str_end(&mut self, end: Offset) {
         let end = end + self.base;
+        if let Some(k) = self.key_buf.take() {
+            self.key_done(&k);
+        }
         if let Some(t) = self.tail_str.take() {
             if t.key {
                 if let Some(f) = self.stack.last_mut() {
