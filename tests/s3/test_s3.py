@@ -310,6 +310,19 @@ def test_errors_name_what_is_missing(tmp_path, moto, bucket):
     # A bucket that does not exist: a clear error, not an empty listing.
     p = spillway(["--store", "s3://no-such-bucket-here/x", "ls"], spill_env(moto.endpoint, tmp_path / "c"), check=False)
     assert p.returncode != 0 and b"no-such-bucket-here" in p.stderr
+    # Reading from it, or writing to it, says the bucket is missing, not the object.
+    missing = "s3://no-such-bucket-here/x"
+    p = spillway(["--store", missing, "show", "blake3:" + "ab" * 32], spill_env(moto.endpoint, tmp_path / "c"), check=False)
+    assert p.returncode != 0 and b"NoSuchBucket" in p.stderr, p.stderr
+    p = spillway(
+        ["--store", missing, "apply", "--json", "--max-inline-bytes", "1KiB"],
+        spill_env(moto.endpoint, tmp_path / "c"),
+        b"x\n" * 5000,
+        check=False,
+    )
+    out = json.loads(p.stdout)
+    assert "NoSuchBucket" in out["store_error"], out["store_error"]
+    assert out["store_error_kind"] == "not_found"
 
 
 def test_the_store_url_from_the_config_file_and_the_environment(tmp_path, moto, s3, bucket):

@@ -142,7 +142,9 @@ impl Remote {
             self.trim_cache(id);
             return Ok(());
         }
-        Err(first_error.unwrap_or_else(|| StoreError::NotFound { id: id.to_string() }))
+        Err(first_error
+            .or_else(|| self.missing_bucket("read"))
+            .unwrap_or_else(|| StoreError::NotFound { id: id.to_string() }))
     }
 
     /// Keeps the cache within its bound, least recently used first, never

@@ -205,7 +205,41 @@ impl Remote {
     }
 
     fn err(&self, op: &'static str, key: &Key, e: object_store::Error) -> StoreError {
+        if matches!(e, object_store::Error::NotFound { .. }) {
+            if let Some(missing) = self.missing_bucket(op) {
+                return missing;
+            }
+        }
         remote_error(op, self.url_of(key).display().to_string(), e)
+    }
+
+    /// The error to give when the bucket itself does not exist (S3 answers
+    /// a HEAD of a key in a missing bucket with a bare 404, which would
+    /// read as a missing object): one listing tells them apart.
+    pub(crate) fn missing_bucket(&self, op: &'static str) -> Option<StoreError> {
+        let prefix = self.key("");
+        let e = self
+            .block_on(self.client.list_with_delimiter(Some(&prefix)))
+            .err()?;
+        // The code is in the response body, deep in the error's chain.
+        let mut said = String::new();
+        let mut cause: Option<&dyn std::error::Error> = Some(&e);
+        while let Some(c) = cause {
+            said.push_str(&c.to_string());
+            cause = c.source();
+        }
+        (matches!(e, object_store::Error::NotFound { .. }) || said.contains("NoSuchBucket")).then(
+            || StoreError::Remote {
+                op,
+                target: format!("s3://{}", self.url.bucket),
+                kind: StoreErrorKind::NotFound,
+                source: format!(
+                    "the bucket {} does not exist (NoSuchBucket): create it, or name another in the store URL",
+                    self.url.bucket
+                )
+                .into(),
+            },
+        )
     }
 
     /// The object's metadata, or `None` when there is none.
@@ -339,7 +373,9 @@ impl Remote {
                 return Ok((self.url_of(&key), encoding));
             }
         }
-        Err(StoreError::NotFound { id: id.to_string() })
+        Err(self
+            .missing_bucket("read")
+            .unwrap_or_else(|| StoreError::NotFound { id: id.to_string() }))
     }
 }
 
