@@ -18,6 +18,7 @@ compile_error!(
 );
 
 mod run;
+pub mod stop;
 mod sys;
 
 pub use run::{run_merged, Finished, RunError, RunOptions};
