@@ -401,6 +401,11 @@ pub struct McpProxyArgs {
     /// so that they cannot collide with the server's.
     #[arg(long, value_name = "PREFIX", default_value = "spillway_")]
     pub tool_prefix: String,
+    /// When the client goes away or a signal comes (passed on to the
+    /// server), how long the server has to exit once its input is closed,
+    /// and again after SIGTERM, before it is killed with SIGKILL.
+    #[arg(long, value_name = "DURATION", default_value = "2s")]
+    pub kill_grace: HumanDuration,
     /// The MCP server's command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,

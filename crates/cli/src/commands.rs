@@ -89,6 +89,15 @@ fn mcp_proxy(eff: &Effective, store: &Store, args: McpProxyArgs) -> Result<i32> 
     let spiller = mcp_spiller(eff, store, &names)?;
     let mut opts = spillway_mcp::proxy::ProxyOptions::new(spiller, &args.tool_prefix);
     opts.names = names;
+    // SIGTERM and Ctrl-C (how harnesses stop MCP servers) are passed on to
+    // the server, which is then stopped as the stdio transport prescribes.
+    let forward = Arc::new(AtomicUsize::new(0));
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        signal_hook::flag::register_usize(sig, forward.clone(), sig as usize)
+            .context("mcp proxy: install signal handlers")?;
+    }
+    opts.forward = Some(forward);
+    opts.grace = args.kill_grace.get();
     let mut cmd = std::process::Command::new(&args.command[0]);
     cmd.args(&args.command[1..]);
     let stdin = Box::new(io::BufReader::with_capacity(1 << 20, io::stdin()));

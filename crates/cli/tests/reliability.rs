@@ -304,3 +304,125 @@ fn another_user_cannot_read_a_stored_object() {
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
 }
+
+/// Whether a process with this pid is still alive (not a zombie).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+/// Starts `mcp proxy` in front of a server that neither exits at the end
+/// of its input nor (with `ignore_term`) on SIGTERM, and waits for its pid.
+// The caller waits for the child (`proxy_exit`).
+#[allow(clippy::zombie_processes)]
+fn stubborn_proxy(dir: &Path, ignore_term: bool) -> (Child, u32) {
+    let pid_file = dir.join("server.pid");
+    let trap = if ignore_term {
+        "trap '' TERM; "
+    } else {
+        "trap 'echo term > \"$0.term\"; exit 143' TERM; "
+    };
+    let script = format!("{trap}echo $$ > \"$0\"; while :; do sleep 0.05; done");
+    let child = bin()
+        .arg("--store")
+        .arg(dir.join("store"))
+        .args([
+            "mcp",
+            "proxy",
+            "--kill-grace",
+            "1s",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .arg(&pid_file)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            return (child, pid);
+        }
+        if t.elapsed() > Duration::from_secs(20) {
+            let mut child = child;
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "the server never started: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits up to 20 s for the proxy to exit; its stderr.
+fn proxy_exit(mut child: Child) -> String {
+    let t = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("the proxy did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    err
+}
+
+/// The client closing its end stops a server that ignores the end of its
+/// input: SIGTERM after the grace, SIGKILL after another when it ignores
+/// that too. Neither the proxy nor the server is left running.
+#[test]
+fn a_proxy_whose_client_goes_away_stops_its_server() {
+    for ignore_term in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut child, server) = stubborn_proxy(dir.path(), ignore_term);
+        drop(child.stdin.take());
+        let err = proxy_exit(child);
+        assert!(!alive(server), "the server was left running");
+        let want = if ignore_term {
+            "sent signal 9"
+        } else {
+            "sent signal 15"
+        };
+        assert!(err.contains(want), "{err}");
+        let term_seen = dir.path().join("server.pid.term").exists();
+        assert_eq!(term_seen, !ignore_term);
+    }
+}
+
+/// SIGTERM to the proxy (how harnesses stop MCP servers) is passed on to
+/// the server, and the proxy exits without leaving it orphaned.
+#[test]
+fn sigterm_to_a_proxy_reaches_its_server() {
+    for ignore_term in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let (child, server) = stubborn_proxy(dir.path(), ignore_term);
+        let killed = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        proxy_exit(child);
+        assert!(!alive(server), "the server was orphaned");
+        assert_eq!(
+            dir.path().join("server.pid.term").exists(),
+            !ignore_term,
+            "the server saw the SIGTERM"
+        );
+    }
+}

@@ -17,8 +17,11 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead, BufReader, Write};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use spillway_process::stop;
 
 use serde_json::{json, Value};
 use spillway::Spiller;
@@ -35,6 +38,14 @@ pub struct ProxyOptions {
     pub spiller: Spiller,
     /// The names the spill tools get.
     pub names: ToolNames,
+    /// How long the server has to exit once its input is closed, and again
+    /// after SIGTERM, before SIGKILL. Default: 2 s.
+    pub grace: Duration,
+    /// A signal number to pass on to the server, set by the caller's
+    /// signal handler (0 for none): the proxy then stops the server (the
+    /// signal, its input closed, the grace, SIGTERM, the grace, SIGKILL)
+    /// and returns.
+    pub forward: Option<Arc<AtomicUsize>>,
 }
 
 impl ProxyOptions {
@@ -44,6 +55,8 @@ impl ProxyOptions {
         ProxyOptions {
             spiller,
             names: ToolNames::with_prefix(prefix),
+            grace: Duration::from_secs(2),
+            forward: None,
         }
     }
 }
@@ -73,8 +86,10 @@ struct Shared {
 
 /// Runs the proxy: `server` is started with piped stdin and stdout, and
 /// the client speaks on `client_in` and `client_out`. Returns when either
-/// side closes, with the server's exit status (after closing its stdin and
-/// waiting for it when the client closed first).
+/// side closes or a signal is passed on ([`ProxyOptions::forward`]), once
+/// the server has stopped as the stdio transport prescribes: its input
+/// closed, [`ProxyOptions::grace`] to exit, then SIGTERM, the grace again,
+/// then SIGKILL. The result is the server's exit status.
 ///
 /// # Errors
 ///
@@ -122,14 +137,54 @@ pub fn run(
             let _ = done.send("client");
         });
     }
-    let first = done_rx.recv().unwrap_or("server");
-    if first == "client" {
-        // The client closed: close the server's stdin, let it finish what it
-        // was sending, and wait for it.
-        drop(to_server);
-        let _ = done_rx.recv();
+    // Until a side closes or a signal comes.
+    let mut server_done = false;
+    let signalled = loop {
+        if let Some(sig) = opts.forward.as_ref().map(|f| f.swap(0, Ordering::SeqCst)) {
+            if sig != 0 {
+                break i32::try_from(sig).ok();
+            }
+        }
+        match done_rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(side) => {
+                server_done = side == "server";
+                break None;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break None,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    };
+    if let Some(sig) = signalled {
+        stop::signal(&child, sig);
     }
-    child.wait()
+    // The stdio transport's shutdown: the server's input closed, then the
+    // grace, SIGTERM, the grace again, SIGKILL. A server that exits on
+    // end of input is never signalled.
+    to_server.close();
+    drop(to_server);
+    let (status, sent) = stop::stop(&mut child, opts.grace)?;
+    if let Some(sig) = sent {
+        eprintln!(
+            "spillway mcp proxy: the server did not exit within {:?} of {}; sent signal {sig}",
+            opts.grace,
+            if signalled.is_some() {
+                "the signal passed on"
+            } else {
+                "its input closing"
+            }
+        );
+    }
+    // What the server wrote before it exited reaches the client (unless
+    // something it started holds its output open).
+    let deadline = std::time::Instant::now() + opts.grace;
+    while !server_done {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match done_rx.recv_timeout(left) {
+            Ok(side) => server_done = side == "server",
+            Err(_) => break,
+        }
+    }
+    Ok(status)
 }
 
 /// Messages from the client.
@@ -170,7 +225,7 @@ fn client_side(
                         .and_then(Value::as_str)
                         .unwrap_or_default();
                     if uri.starts_with(tools::SCHEME) {
-                        match tools::read_resource(store, uri) {
+                        match tools::read_resource(store, uri, budget) {
                             Ok(r) => {
                                 let _ = to_client.result(id, r);
                             }
@@ -202,26 +257,16 @@ fn client_side(
                 }
                 _ => {}
             }
-            let pending = match method {
-                "initialize" | "server/discover" => Some(Pending::Initialize),
-                "tools/list" => Some(Pending::ToolsList(
-                    params.get("cursor").is_none_or(Value::is_null),
-                )),
-                "tools/call" => Some(Pending::ToolsCall(
-                    params
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                )),
-                "resources/list" => Some(Pending::ResourcesList),
-                "resources/templates/list" => Some(Pending::ResourceTemplatesList),
-                _ => None,
-            };
-            if let Some(p) = pending {
-                lock(&shared.pending).insert(id.to_string(), p);
+            note_pending(shared, &msg);
+        } else if let Some(batch) = msg.as_array() {
+            // A batch (protocol 2025-03-26): its requests are noted like
+            // single ones, so their answers are bounded the same way. The
+            // spill tools and spillway:// resources are answered outside a
+            // batch only.
+            for m in batch {
+                note_pending(shared, m);
             }
-        } else if !msg.is_object() && !msg.is_array() {
+        } else if !msg.is_object() {
             let _ = to_client.error(
                 &Value::Null,
                 rpc::INVALID_REQUEST,
@@ -233,6 +278,36 @@ fn client_side(
         if to_server.line(raw).is_err() {
             return;
         }
+    }
+}
+
+/// Notes a request whose answer the proxy rewrites.
+fn note_pending(shared: &Shared, msg: &Value) {
+    let (Some(method), Some(id)) = (
+        msg.get("method").and_then(Value::as_str),
+        msg.get("id").filter(|v| !v.is_null()),
+    ) else {
+        return;
+    };
+    let params = msg.get("params").cloned().unwrap_or(Value::Null);
+    let pending = match method {
+        "initialize" | "server/discover" => Some(Pending::Initialize),
+        "tools/list" => Some(Pending::ToolsList(
+            params.get("cursor").is_none_or(Value::is_null),
+        )),
+        "tools/call" => Some(Pending::ToolsCall(
+            params
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        )),
+        "resources/list" => Some(Pending::ResourcesList),
+        "resources/templates/list" => Some(Pending::ResourceTemplatesList),
+        _ => None,
+    };
+    if let Some(p) = pending {
+        lock(&shared.pending).insert(id.to_string(), p);
     }
 }
 
@@ -258,16 +333,16 @@ fn server_side(
                 continue;
             }
         };
-        let is_response = msg.get("method").is_none() && msg.get("id").is_some();
-        let pending = if is_response {
-            msg.get("id")
-                .and_then(|id| lock(&shared.pending).remove(&id.to_string()))
-        } else {
-            None
-        };
-        let changed = match (pending, msg.get_mut("result")) {
-            (Some(p), Some(result)) => rewrite(opts, shared, &p, result),
-            _ => false,
+        let changed = match msg.as_array_mut() {
+            // A batch of answers: each bounded as a single one is.
+            Some(batch) => {
+                let mut changed = false;
+                for m in batch {
+                    changed |= answer(opts, shared, m);
+                }
+                changed
+            }
+            None => answer(opts, shared, &mut msg),
         };
         let sent = if changed {
             to_client.send(&msg)
@@ -277,6 +352,26 @@ fn server_side(
         if sent.is_err() {
             return;
         }
+    }
+}
+
+/// Rewrites an answer from the server, when it is one the proxy bounds or
+/// extends; whether it changed.
+fn answer(opts: &ProxyOptions, shared: &Shared, msg: &mut Value) -> bool {
+    let is_response = msg.get("method").is_none() && msg.get("id").is_some();
+    if !is_response {
+        return false;
+    }
+    let pending = msg
+        .get("id")
+        .and_then(|id| lock(&shared.pending).remove(&id.to_string()));
+    if let Some(error) = msg.get_mut("error") {
+        // An error's message and data reach the model too.
+        return crate::bound::bound_error(&opts.spiller, &opts.names, error);
+    }
+    match (pending, msg.get_mut("result")) {
+        (Some(p), Some(result)) => rewrite(opts, shared, &p, result),
+        _ => false,
     }
 }
 
@@ -340,5 +435,49 @@ fn rewrite(opts: &ProxyOptions, shared: &Shared, p: &Pending, result: &mut Value
             }
             false
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_is_bounded_like_single_messages() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = ToolNames::with_prefix("");
+        let policy = spillway::Policy::builder()
+            .max_inline_bytes(4096)
+            .templates(names.templates())
+            .build()
+            .unwrap();
+        let store = spillway::Store::open(dir.path()).unwrap();
+        let opts = ProxyOptions::new(Spiller::new(policy, store).unwrap(), "");
+        let shared = Shared::default();
+        let batch = json!([
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "big", "arguments": {}}},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "small", "arguments": {}}},
+        ]);
+        for m in batch.as_array().unwrap() {
+            note_pending(&shared, m);
+        }
+        let big: String = (0..50_000).map(|i| format!("line {i}\n")).collect();
+        let mut answers = json!([
+            {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "ok"}]}},
+            {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": big}]}},
+            {"jsonrpc": "2.0", "id": 3, "error": {"code": -1, "message": "x".repeat(100_000)}},
+        ]);
+        let mut changed = false;
+        for m in answers.as_array_mut().unwrap() {
+            changed |= answer(&opts, &shared, m);
+        }
+        assert!(changed);
+        assert_eq!(answers[0]["result"]["content"][0]["text"], "ok");
+        let text = answers[1]["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.len() <= 4096 && text.ends_with("line 49999\n"),
+            "{text}"
+        );
+        assert!(answers[2]["error"]["message"].as_str().unwrap().len() <= 4096);
     }
 }

@@ -32,6 +32,15 @@ impl Out {
         w.flush()
     }
 
+    /// Closes the writer (a pipe's end is closed): later lines go nowhere.
+    pub(crate) fn close(&self) {
+        let mut w = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *w = Box::new(io::sink());
+    }
+
     pub(crate) fn send(&self, v: &Value) -> io::Result<()> {
         self.line(v.to_string().as_bytes())
     }

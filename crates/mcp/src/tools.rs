@@ -2,7 +2,7 @@
 //! resources.
 
 use serde_json::{json, Value};
-use spillway::{IdPrefix, NoticeTemplates, Selection, Store};
+use spillway::{ByteRange, IdPrefix, NoticeTemplates, Selection, Store};
 use spillway_registry::tools::{SpillGrep, SpillRead};
 use spillway_registry::ToolError;
 
@@ -116,10 +116,30 @@ pub(crate) fn tool_result(text: String, is_error: bool) -> Value {
 /// The URI scheme of stored objects as resources: `spillway://<id>`.
 pub(crate) const SCHEME: &str = "spillway://";
 
-/// `resources/read` of `spillway://<id or prefix>`: the whole object, as
-/// text when it is UTF-8, else as a base64 blob.
-pub(crate) fn read_resource(store: &Store, uri: &str) -> Result<Value, String> {
-    let id_text = uri.strip_prefix(SCHEME).ok_or("not a spillway:// URI")?;
+/// `resources/read` of `spillway://<id or prefix>[?bytes=A:B]`: at most
+/// `page` bytes of the object from byte A (0 when not given), as text when
+/// they are UTF-8 (cut back to a character boundary), else as a base64
+/// blob. When the object holds more, a second content item names the URI
+/// of the next page (also in `_meta`, as `spillway/next`): the pages put
+/// together are the object, no byte skipped or repeated.
+pub(crate) fn read_resource(store: &Store, uri: &str, page: usize) -> Result<Value, String> {
+    let rest = uri.strip_prefix(SCHEME).ok_or("not a spillway:// URI")?;
+    let (id_text, query) = match rest.split_once('?') {
+        Some((id, q)) => (id, Some(q)),
+        None => (rest, None),
+    };
+    let range = match query {
+        None => ByteRange {
+            start: 0,
+            end: None,
+        },
+        Some(q) => {
+            let r = q
+                .strip_prefix("bytes=")
+                .ok_or("the only query a spillway:// URI takes is ?bytes=A:B")?;
+            r.parse::<ByteRange>().map_err(|e| e.to_string())?
+        }
+    };
     let id = match id_text.parse() {
         Ok(id) => id,
         Err(_) => {
@@ -129,24 +149,78 @@ pub(crate) fn read_resource(store: &Store, uri: &str) -> Result<Value, String> {
             store.resolve(&prefix).map_err(|e| e.to_string())?
         }
     };
-    let bytes = store
-        .read(&id, &Selection::All)
+    // Room for the note that names the next page.
+    let page = page.saturating_sub(NOTE_ROOM).max(MIN_PAGE) as u64;
+    let want_end = range.end.map_or(range.start.saturating_add(page), |e| {
+        e.min(range.start.saturating_add(page))
+    });
+    let sel = Selection::Bytes(ByteRange {
+        start: range.start,
+        end: Some(want_end),
+    });
+    let mut data = Vec::new();
+    let report = store
+        .read_into(&id, &sel, &mut data)
         .map_err(|e| e.to_string())?;
-    let content = match String::from_utf8(bytes) {
-        Ok(text) => json!({"uri": uri, "mimeType": "text/plain", "text": text}),
-        Err(e) => {
-            json!({"uri": uri, "mimeType": "application/octet-stream", "blob": base64(e.as_bytes())})
+    if range.start > report.bytes {
+        return Err(format!(
+            "byte {} is past the end of the object ({} bytes)",
+            range.start, report.bytes
+        ));
+    }
+    let asked_end = range.end.map_or(report.bytes, |e| e.min(report.bytes));
+    // Text pages end at a character boundary; a page of bytes that are
+    // not UTF-8 goes as a blob, whole.
+    let (content, shown) = match std::str::from_utf8(&data) {
+        Ok(text) => (
+            json!({"uri": uri, "mimeType": "text/plain", "text": text}),
+            data.len(),
+        ),
+        Err(e) if e.error_len().is_none() && e.valid_up_to() > 0 => {
+            let n = e.valid_up_to();
+            let text = std::str::from_utf8(&data[..n]).unwrap_or_default();
+            (
+                json!({"uri": uri, "mimeType": "text/plain", "text": text}),
+                n,
+            )
+        }
+        Err(_) => {
+            // Base64 takes 4 bytes for 3.
+            let n = data.len().min(page as usize / 4 * 3);
+            (
+                json!({"uri": uri, "mimeType": "application/octet-stream", "blob": base64(&data[..n])}),
+                n,
+            )
         }
     };
-    Ok(json!({"contents": [content]}))
+    let next = range.start + shown as u64;
+    if next >= asked_end {
+        return Ok(json!({"contents": [content]}));
+    }
+    let to = range.end.map_or(String::new(), |e| e.to_string());
+    let next_uri = format!("{SCHEME}{id_text}?bytes={next}:{to}");
+    let note = format!(
+        "[spillway: bytes {}-{next} of {} shown; the next page is {next_uri}]",
+        range.start, report.bytes
+    );
+    Ok(json!({
+        "contents": [content, {"uri": next_uri, "mimeType": "text/plain", "text": note}],
+        "_meta": {"spillway/next": next_uri}
+    }))
 }
+
+/// The smallest page `resources/read` gives, whatever the budget.
+const MIN_PAGE: usize = 64;
+
+/// What a page leaves of the budget for the note naming the next one.
+const NOTE_ROOM: usize = 256;
 
 /// The resource template stored objects answer to.
 pub(crate) fn resource_template() -> Value {
     json!({
         "uriTemplate": "spillway://{id}",
         "name": "stored output",
-        "description": "Output spillway stored because it was too long to show; the id is the one a notice printed.",
+        "description": "Output spillway stored because it was too long to show; the id is the one a notice printed. A read gives one page of the object; spillway://{id}?bytes=A:B reads from byte A, and a page that does not end the object names the next one.",
         "mimeType": "text/plain"
     })
 }

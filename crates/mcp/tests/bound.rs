@@ -114,3 +114,63 @@ fn structured_content_with_a_schema_keeps_every_type() {
     assert!(log.contains("x_spill_read(id=\"blake3:"));
     assert!(sc.to_string().len() <= 4096, "{}", sc.to_string().len());
 }
+
+/// The text an embedded resource holds reaches the model too.
+fn all_text_len(v: &Value) -> usize {
+    let resources: usize = v["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["resource"]["text"].as_str())
+        .map(str::len)
+        .sum();
+    text_len(v) + resources
+}
+
+#[test]
+fn a_thousand_text_blocks_stay_within_the_budget_together() {
+    let dir = tempfile::tempdir().unwrap();
+    for (blocks, size) in [(1000, 2000), (12, 700), (3, 3000)] {
+        let (sp, names) = spiller(dir.path(), 4096);
+        let image = json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"});
+        let mut content: Vec<Value> = (0..blocks)
+            .map(|i| json!({"type": "text", "text": format!("block {i} {}\n", "x".repeat(size))}))
+            .collect();
+        content.insert(1, image.clone());
+        let mut r = json!({ "content": content });
+        assert!(bound_result(&sp, &names, &mut r, false));
+        assert!(
+            all_text_len(&r) <= 4096,
+            "{blocks} blocks: {}",
+            all_text_len(&r)
+        );
+        // The image stays; the last block's end is still shown.
+        assert!(r["content"].as_array().unwrap().contains(&image));
+        let shown: String = r["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect();
+        assert!(shown.contains(&format!("block {} ", blocks - 1)), "{shown}");
+        assert!(shown.contains("spill_read"), "a notice names the read tool");
+    }
+}
+
+#[test]
+fn an_embedded_resource_is_bounded_like_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sp, names) = spiller(dir.path(), 4096);
+    let big = lines(40_000, "resource");
+    let mut r = json!({"content": [
+        {"type": "text", "text": "here it is"},
+        {"type": "resource", "resource": {"uri": "file:///log.txt", "mimeType": "text/plain", "text": big}},
+    ]});
+    assert!(bound_result(&sp, &names, &mut r, false));
+    assert!(all_text_len(&r) <= 4096, "{}", all_text_len(&r));
+    let res = &r["content"][1]["resource"];
+    assert_eq!(res["uri"], "file:///log.txt");
+    let text = res["text"].as_str().unwrap();
+    assert!(text.ends_with("resource line 39999\n"), "{text}");
+    assert_eq!(r["content"][0]["text"], "here it is");
+}

@@ -73,6 +73,23 @@ def hint(text: str) -> tuple[str, str]:
     return ident, unit + "=" + value[: value.index('"')]
 
 
+async def read_pages(s: ClientSession, uri: str, budget: int) -> tuple[str, int]:
+    """A stored object read as a resource, page by page; and the pages."""
+    whole, pages = "", 0
+    while True:
+        result = await s.read_resource(uri)
+        pages += 1
+        page = result.contents[0].text
+        assert len(page.encode()) <= budget
+        whole += page
+        if len(result.contents) == 1:
+            return whole, pages
+        nxt = result.contents[1]
+        assert result.meta is not None and result.meta["spillway/next"] == str(nxt.uri)
+        assert str(nxt.uri) in nxt.text
+        uri = str(nxt.uri)
+
+
 # --- spillway mcp serve ---------------------------------------------------
 
 
@@ -107,9 +124,12 @@ async def test_serve_runs_a_command_and_bounds_its_output(store: str) -> None:
         bad = await s.call_tool("run", {"cwd": "/"})
         assert bad.is_error and "command" in texts(bad)[0]
 
-        resource = await s.read_resource(f"spillway://{ident}")
-        assert resource.contents[0].text.startswith("1\n2\n3\n")
-        assert resource.contents[0].text.endswith("200000\nerror: disk full\n")
+        # A resource read is bounded too: page by page, the whole object.
+        whole, pages = await read_pages(s, f"spillway://{ident}", 2048)
+        assert whole == "".join(f"{i}\n" for i in range(1, 200001)) + "error: disk full\n"
+        assert pages > 100
+        bad = await attempt(s.read_resource(f"spillway://{ident}?lines=1:2"))
+        assert "?bytes=A:B" in str(bad)
 
 
 # --- spillway mcp proxy in front of a Python SDK server --------------------
@@ -291,5 +311,5 @@ async def test_server_everything_oversized_text_comes_back_bounded(store: str) -
         ident, _ = hint(text)
         whole = await via.call_tool("spillway_spill_read", {"id": ident, "bytes": "0:"})
         assert "spill_read" in texts(whole)[0]  # a page of it, with the continuation
-        resource = await via.read_resource(f"spillway://{ident}")
-        assert resource.contents[0].text.endswith(message)
+        whole, pages = await read_pages(via, f"spillway://{ident}", 1024)
+        assert whole.endswith(message) and pages > 1
