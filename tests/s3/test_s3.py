@@ -337,3 +337,27 @@ def test_the_store_url_from_the_config_file_and_the_environment(tmp_path, moto, 
     listed = json.loads(spillway(["ls", "--json"], env).stdout)
     assert [o["id"] for o in listed] == [out["spill"]["id"]]
     assert f"--store {store_url(bucket)} show" in spillway(["apply", "--max-inline-bytes", "2KiB"], env, data).stdout.decode()
+
+
+@pytest.mark.parametrize("damage", ["same-size", "truncated"])
+def test_a_damaged_object_is_repaired_by_the_next_writer(tmp_path, moto, s3, bucket, damage):
+    # A writer that finds its output already stored, but damaged, never says
+    # "stored" for bytes nobody can read back: it puts its own good bytes in
+    # place (the damaged copy quarantined).
+    data = log_lines(4_000, 31)
+    first = apply(bucket, spill_env(moto.endpoint, tmp_path / "c1"), data, "--compress", "none")
+    key = object_key(first)
+    bad = data[:-1] + b"X" if damage == "same-size" else data[: len(data) // 2]
+    s3.put_object(Bucket=bucket, Key=key, Body=bad)
+    again = apply(bucket, spill_env(moto.endpoint, tmp_path / "c2"), data, "--compress", "none")
+    assert again["store_error"] is None, again["store_error"]
+    assert again["spill"]["id"] == first["spill"]["id"] and not again["spill"]["dedup"]
+    assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == data
+    reader = spill_env(moto.endpoint, tmp_path / "fresh")
+    shown = spillway(["--store", store_url(bucket), "show", first["spill"]["id"]], reader)
+    assert shown.stdout == data
+    quarantined = keys(s3, bucket, "quarantine/")
+    assert [s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in quarantined] == [bad]
+    # A good object is still a dedup hit.
+    third = apply(bucket, spill_env(moto.endpoint, tmp_path / "c3"), data, "--compress", "none")
+    assert third["spill"]["dedup"] and third["store_error"] is None

@@ -113,7 +113,7 @@ impl Remote {
 
     /// Puts a verified copy of `id` into the cache, then trims the cache
     /// to its bound.
-    fn fetch(&self, id: &ContentId) -> Result<(), StoreError> {
+    pub(crate) fn fetch(&self, id: &ContentId) -> Result<(), StoreError> {
         let mut first_error = None;
         for encoding in Encoding::ALL {
             let (tmp, _) = match self.download(id, encoding) {
@@ -287,7 +287,7 @@ impl Remote {
     }
 
     /// Moves an object under `quarantine/`: copied, then removed.
-    fn quarantine(
+    pub(crate) fn quarantine(
         &self,
         id: &ContentId,
         encoding: Encoding,

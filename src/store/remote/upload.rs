@@ -123,7 +123,7 @@ impl Upload {
             modified: None,
         };
         if self.multipart.is_none() {
-            if let Some(hit) = remote.dedup_hit(&id, Some(bytes))? {
+            if let Some(hit) = remote.verified_hit(&id, encoding, bytes)? {
                 return Ok(hit);
             }
             let payload = Bytes::from(std::mem::take(&mut self.buf));
@@ -131,7 +131,7 @@ impl Upload {
                 if remote.put_create(&dest, payload.clone())? {
                     return Ok(fresh);
                 }
-                if let Some(hit) = remote.dedup_hit(&id, Some(bytes))? {
+                if let Some(hit) = remote.verified_hit(&id, encoding, bytes)? {
                     return Ok(hit);
                 }
             }
@@ -161,14 +161,14 @@ impl Upload {
             }
         }
         let result = (|| {
-            if let Some(hit) = remote.dedup_hit(&id, Some(bytes))? {
+            if let Some(hit) = remote.verified_hit(&id, encoding, bytes)? {
                 return Ok(hit);
             }
             for _ in 0..PUBLISH_TRIES {
                 if remote.copy_create(&self.temp, &dest)? {
                     return Ok(fresh.clone());
                 }
-                if let Some(hit) = remote.dedup_hit(&id, Some(bytes))? {
+                if let Some(hit) = remote.verified_hit(&id, encoding, bytes)? {
                     return Ok(hit);
                 }
             }
@@ -178,6 +178,41 @@ impl Upload {
             self.temp_exists = false;
         }
         result
+    }
+}
+
+impl Remote {
+    /// A dedup hit the writer may report as stored: an object of this id
+    /// that reads back as its id says (it is fetched into the cache, which
+    /// the next read then finds). A damaged object is quarantined, so the
+    /// writer publishes its own good bytes in its place; so is an object at
+    /// the writer's key that is not even the right size.
+    fn verified_hit(
+        &self,
+        id: &ContentId,
+        encoding: Encoding,
+        bytes: u64,
+    ) -> Result<Option<StoredObject>, StoreError> {
+        let Some(hit) = self.dedup_hit(id, Some(bytes))? else {
+            if self.head(&self.object_key(id, encoding))?.is_some() {
+                self.quarantine(id, encoding)?;
+            }
+            return Ok(None);
+        };
+        match self.fetch(id) {
+            Ok(()) => Ok(Some(hit)),
+            Err(StoreError::Corrupt { .. }) => {
+                for e in Encoding::ALL {
+                    if self.head(&self.object_key(id, e))?.is_some() {
+                        self.quarantine(id, e)?;
+                    }
+                }
+                Ok(None)
+            }
+            // Removed meanwhile (a gc): publish it again.
+            Err(StoreError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 }
 
