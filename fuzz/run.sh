@@ -29,6 +29,8 @@ if ! command -v cargo-fuzz > /dev/null 2>&1; then
 fi
 # cargo-fuzz needs nightly flags; this lets the stable toolchain take them.
 export RUSTC_BOOTSTRAP=1
+# A warning in a target fails the build, as clippy's does for the rest.
+export RUSTFLAGS="${RUSTFLAGS:-} -D warnings"
 
 # The targets are the [[bin]] entries of fuzz/Cargo.toml.
 mapfile -t all < <(sed -n 's/^name = "\(.*\)"$/\1/p' Cargo.toml | grep -v '^spillway-fuzz$')

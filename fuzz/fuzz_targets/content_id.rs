@@ -6,7 +6,9 @@ use libfuzzer_sys::fuzz_target;
 use spillway::{ByteRange, ByteSize, ContentId, HumanDuration, IdPrefix, LineRange};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(s) = std::str::from_utf8(data) else { return };
+    let Ok(s) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(id) = s.parse::<ContentId>() {
         assert_eq!(id.to_string(), s);
         assert_eq!(ContentId::from_hex(&id.to_hex()).unwrap(), id);
@@ -14,7 +16,9 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(p) = s.parse::<IdPrefix>() {
         let hex = p.hex();
         assert!((8..=64).contains(&hex.len()));
-        assert!(hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        assert!(hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
         assert!(s.ends_with(hex));
         assert!(!hex.contains('/') && !hex.contains('.'));
     }

@@ -50,7 +50,9 @@ fuzz_target!(|c: Case| {
     let printed = report.printed(opts.separates()).len();
     assert!(
         printed <= opts.max_bytes
-            || (report.lines.len() == 1 && report.lines[0].matched && report.lines[0].text.is_empty()),
+            || (report.lines.len() == 1
+                && report.lines[0].matched
+                && report.lines[0].text.is_empty()),
         "{printed} > {}",
         opts.max_bytes
     );

@@ -14,6 +14,7 @@ mod common;
 #[derive(Arbitrary, Debug)]
 enum Piece {
     Open(bool),
+    /// Closes the innermost container, or every open one when true.
     Close(bool),
     Str(String),
     Long(u16, u8),
@@ -58,10 +59,13 @@ fn text(c: &Case) -> Vec<u8> {
                 stack.push(*obj);
                 need_comma = false;
             }
-            Piece::Close(_) => {
-                if let Some(obj) = stack.pop() {
-                    out.push(if obj { b'}' } else { b']' });
-                    need_comma = true;
+            Piece::Close(all) => {
+                let n = if *all { stack.len() } else { 1 };
+                for _ in 0..n {
+                    if let Some(obj) = stack.pop() {
+                        out.push(if obj { b'}' } else { b']' });
+                        need_comma = true;
+                    }
                 }
             }
             Piece::Str(s) | Piece::Key(s) => {
@@ -154,7 +158,11 @@ fuzz_target!(|c: Case| {
     } else if valid && whole.spilled && input.len() < 1 << 16 && c.depth % 2048 < 100 {
         // A valid document falls back only when the budget cannot hold a
         // JSON preview, or a key is too long.
-        assert!(whole.json_error.is_some() || c.auto, "{:?}", whole.json_error);
+        assert!(
+            whole.json_error.is_some() || c.auto,
+            "{:?}",
+            whole.json_error
+        );
     }
     if let Some(spill) = &whole.spill {
         let mut out = Vec::new();

@@ -1,12 +1,14 @@
 //! `tools/call` results of any shape (text blocks, images, structured
 //! content, with and without an output schema) through the MCP proxy's
 //! bounding: no panic; blocks that are not text stay as they were, in
-//! place; `isError` is kept; the text blocks stay text; and structured
-//! content, when kept, is JSON (it is a `Value`) whose top-level type is
-//! unchanged.
+//! their order; `isError` is kept; the text blocks stay text, one for one,
+//! or all put together into one where the first was (when there are too
+//! many for each to hold a notice); at most one note follows; and
+//! structured content, when kept, is JSON (it is a `Value`) whose
+//! top-level type is unchanged.
 #![no_main]
 
-use arbitrary::{Arbitrary, Result, Unstructured};
+use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Map, Value};
 use spillway::{Policy, Spiller};
@@ -16,7 +18,11 @@ mod common;
 
 /// A value of at most about `room` bytes as JSON.
 fn value(u: &mut Unstructured<'_>, depth: u32, room: &mut usize) -> Result<Value> {
-    let kind = if depth > 12 { u.int_in_range(0..=4)? } else { u.int_in_range(0..=6)? };
+    let kind = if depth > 12 {
+        u.int_in_range(0..=4)?
+    } else {
+        u.int_in_range(0..=6)?
+    };
     let v = match kind {
         0 => Value::Null,
         1 => Value::Bool(u.arbitrary()?),
@@ -50,27 +56,41 @@ fn value(u: &mut Unstructured<'_>, depth: u32, room: &mut usize) -> Result<Value
 
 fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(data);
-    let Ok(budget) = u.int_in_range(600u64..=16384) else { return };
-    let Ok(has_schema) = u.arbitrary::<bool>() else { return };
+    let Ok(budget) = u.int_in_range(600u64..=16384) else {
+        return;
+    };
+    let Ok(has_schema) = u.arbitrary::<bool>() else {
+        return;
+    };
     let Ok(n) = u.int_in_range(0..=5) else { return };
     let mut blocks = Vec::new();
     for i in 0..n {
-        let Ok(kind) = u.int_in_range(0..=2) else { return };
+        let Ok(kind) = u.int_in_range(0..=2) else {
+            return;
+        };
         blocks.push(match kind {
             0 => json!({"type": "image", "data": format!("AAAA{i}"), "mimeType": "image/png"}),
             1 => {
-                let Ok(text) = u.arbitrary::<String>() else { return };
+                let Ok(text) = u.arbitrary::<String>() else {
+                    return;
+                };
                 json!({"type": "text", "text": text})
             }
             _ => {
-                let Ok(lines) = u.int_in_range(0..=20000) else { return };
+                let Ok(lines) = u.int_in_range(0..=20000) else {
+                    return;
+                };
                 json!({"type": "text", "text": "x line\n".repeat(lines)})
             }
         });
     }
     let mut room = 4 << 20;
-    let Ok(structured) = value(&mut u, 0, &mut room) else { return };
-    let Ok(is_error) = u.arbitrary::<bool>() else { return };
+    let Ok(structured) = value(&mut u, 0, &mut room) else {
+        return;
+    };
+    let Ok(is_error) = u.arbitrary::<bool>() else {
+        return;
+    };
     let mut result = json!({"content": blocks, "isError": is_error});
     let with_structured = u.arbitrary::<bool>().unwrap_or(false);
     if with_structured {
@@ -91,15 +111,35 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(result["isError"], before["isError"]);
     let got = result["content"].as_array().unwrap();
     let had = before["content"].as_array().unwrap();
-    // The blocks that were there stay, in order; one note may follow.
-    assert!(got.len() == had.len() || got.len() == had.len() + 1);
-    for (g, h) in got.iter().zip(had) {
-        assert_eq!(g["type"], h["type"]);
-        if h["type"] != "text" {
-            assert_eq!(g, h);
-        } else {
-            assert!(g["text"].is_string());
-        }
+    let is_text = |b: &&Value| b["type"] == "text";
+    let others = |v: &[Value]| {
+        v.iter()
+            .filter(|b| !is_text(b))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        others(got),
+        others(had),
+        "blocks that are not text stay, in order"
+    );
+    assert!(got.iter().filter(is_text).all(|b| b["text"].is_string()));
+    let texts_had = had.iter().filter(is_text).count();
+    let texts_got = got.iter().filter(is_text).count();
+    if texts_got < texts_had {
+        // Put together: one text block where the first text was, and
+        // perhaps a note at the end.
+        assert!(
+            texts_got == 1 || texts_got == 2,
+            "{texts_got} of {texts_had}"
+        );
+        let first = had.iter().position(|b| is_text(&b)).unwrap();
+        assert_eq!(got[first]["type"], "text");
+        assert_eq!(got.len(), had.len() - texts_had + texts_got);
+    } else {
+        // One for one (or two put together, then a note); one note may
+        // follow.
+        assert!(got.len() == had.len() || got.len() == had.len() + 1);
     }
     if let Some(sc) = result.get("structuredContent") {
         let old = &before["structuredContent"];

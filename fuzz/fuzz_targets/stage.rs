@@ -9,13 +9,21 @@ mod common;
 use common::support;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((p, input, store, policy, spiller)) = common::setup(data) else { return };
+    let Some((p, input, store, policy, spiller)) = common::setup(data) else {
+        return;
+    };
     let one = spiller.apply(input).expect("preview mode never fails");
     support::check_rules(input, &policy, &one);
     let split = support::apply_chunked(&spiller, input, &p.chunks());
-    assert_eq!(support::observed(&split), support::observed(&one), "chunking changed the outcome");
+    assert_eq!(
+        support::observed(&split),
+        support::observed(&one),
+        "chunking changed the outcome"
+    );
     if let Some(s) = &one.spill {
-        let back = store.read(&s.id, &Selection::All).expect("stored object reads back");
+        let back = store
+            .read(&s.id, &Selection::All)
+            .expect("stored object reads back");
         assert_eq!(&back[..], &input[..s.bytes as usize]);
         assert_eq!(s.id, ContentId::of(&back));
     }

@@ -25,9 +25,15 @@ fuzz_target!(|c: Case| {
     } else {
         spillway::Compression::None
     };
-    let stored = store.put(&c.content, compression.write_options(Durability::Relaxed)).expect("put");
+    let stored = store
+        .put(&c.content, compression.write_options(Durability::Relaxed))
+        .expect("put");
     let good = std::fs::read(&stored.path).expect("object file");
-    let at = if good.is_empty() { 0 } else { c.at as usize % good.len() };
+    let at = if good.is_empty() {
+        0
+    } else {
+        c.at as usize % good.len()
+    };
     let damaged: Vec<u8> = match c.mode % 6 {
         0 => good.clone(),
         1 => {
@@ -55,13 +61,21 @@ fuzz_target!(|c: Case| {
     let id: ContentId = stored.id;
     let sels = [
         Selection::All,
-        Selection::Bytes(ByteRange { start: u64::from(c.at % 64), end: None }),
-        Selection::Lines(LineRange { first: 1 + u64::from(c.at % 4), last: Some(2 + u64::from(c.at % 4)) }),
+        Selection::Bytes(ByteRange {
+            start: u64::from(c.at % 64),
+            end: None,
+        }),
+        Selection::Lines(LineRange {
+            first: 1 + u64::from(c.at % 4),
+            last: Some(2 + u64::from(c.at % 4)),
+        }),
     ];
     for sel in sels {
         if let Ok(bytes) = store.read(&id, &sel) {
             // Only the true content can pass verification.
-            let full = store.read(&id, &Selection::All).expect("a partial read passed, so a whole one must");
+            let full = store
+                .read(&id, &Selection::All)
+                .expect("a partial read passed, so a whole one must");
             assert_eq!(full, c.content, "wrong bytes returned");
             if sel == Selection::All {
                 assert_eq!(bytes, c.content);
