@@ -210,9 +210,9 @@ def test_server_gone_in_the_middle_of_a_64_mib_upload(tmp_path, moto, s3, bucket
     assert again["spill"]["bytes"] == len(data) and not again["spill"]["dedup"]
     assert len(keys(s3, bucket, "objects/")) == 1
     assert spillway(["--store", store_url(bucket), "show", again["spill"]["id"], "--lines", "1:1"], env).stdout == data
-    left = [u for u in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) if "/v1/tmp/" in u["Key"]]
+    left = s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
     spillway(["--store", store_url(bucket), "verify", "--grace", "0s"], env)
-    still = [u for u in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) if "/v1/tmp/" in u["Key"]]
+    still = s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
     assert still == [], f"{len(left)} abandoned uploads before verify, {len(still)} after"
     proxy2.stop()
 
@@ -361,3 +361,59 @@ def test_a_damaged_object_is_repaired_by_the_next_writer(tmp_path, moto, s3, buc
     # A good object is still a dedup hit.
     third = apply(bucket, spill_env(moto.endpoint, tmp_path / "c3"), data, "--compress", "none")
     assert third["spill"]["dedup"] and third["store_error"] is None
+
+
+def test_the_store_works_inside_async_code(tmp_path, moto, s3, bucket):
+    # An async harness opens the store, writes and drops it from inside a
+    # task, on a multi-threaded runtime and on a current-thread one: no
+    # "runtime within a runtime" panic, and the output is stored.
+    example = Path(BIN).parent / "examples" / "in_async"
+    data = log_lines(3_000, 41)
+    p = subprocess.run(
+        [str(example), store_url(bucket), "2048"],
+        input=data,
+        env=spill_env(moto.endpoint, tmp_path / "c"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr.decode()
+    outcomes = [json.loads(line) for line in p.stdout.splitlines()]
+    assert len(outcomes) == 2
+    for o in outcomes:
+        assert o["store_error"] is None, o["store_error"]
+        assert len(o["content"].encode()) <= 2048
+    assert outcomes[0]["spill"]["id"] == outcomes[1]["spill"]["id"]
+    assert outcomes[1]["spill"]["dedup"]
+    shown = spillway(["--store", store_url(bucket), "show", outcomes[0]["spill"]["id"]], spill_env(moto.endpoint, tmp_path / "r"))
+    assert shown.stdout == data
+
+
+def test_an_abandoned_copy_at_an_object_key_is_aborted_and_a_live_one_is_not(tmp_path, moto, s3, bucket):
+    # A writer that dies during the create-only copy leaves a multipart
+    # upload at the object's key, which carries no time. Cleanup aborts it
+    # unless a live writer's copy marker (younger than the grace) names it.
+    env = spill_env(moto.endpoint, tmp_path / "cache")
+    dead = f"{PREFIX}/v1/objects/ab/" + "c" * 62 + ".zst"
+    live = f"{PREFIX}/v1/objects/cd/" + "e" * 62
+    for key in (dead, live):
+        up = s3.create_multipart_upload(Bucket=bucket, Key=key)
+        s3.upload_part(Bucket=bucket, Key=key, UploadId=up["UploadId"], PartNumber=1, Body=b"x" * 1024)
+    marker = f"{PREFIX}/v1/tmp/{time.time_ns()}-1-0.copying"
+    s3.put_object(Bucket=bucket, Key=marker, Body=live.encode())
+
+    def uploads():
+        return sorted(u["Key"] for u in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []))
+
+    assert uploads() == sorted([dead, live])
+    spillway(["--store", store_url(bucket), "gc", "--grace", "1h"], env)
+    assert uploads() == [live]
+    # The marker outlives the grace: its writer is gone too.
+    spillway(["--store", store_url(bucket), "verify", "--grace", "0s"], env)
+    assert uploads() == []
+    # A real publish leaves neither an upload nor a marker behind.
+    data = os.urandom(9 << 20)
+    out = apply(bucket, env, data, "--compress", "none")
+    assert out["store_error"] is None and out["spill"]["bytes"] == len(data)
+    assert uploads() == []
+    assert [k for k in keys(s3, bucket, "tmp/") if k.endswith(".copying")] == []

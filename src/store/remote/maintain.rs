@@ -207,7 +207,7 @@ impl Remote {
                     let client = self.client.clone();
                     let key = self.object_key(&out[i].0.id, Encoding::Zstd);
                     let size = out[i].0.stored_bytes;
-                    self.rt.spawn(async move {
+                    self.rt().spawn(async move {
                         let len = super::super::write::TRAILER_LEN as u64;
                         if size < len {
                             return None;

@@ -69,10 +69,22 @@ pub(crate) struct Remote {
     endpoint: Option<String>,
     region: String,
     client_options: ClientOptions,
-    rt: tokio::runtime::Runtime,
+    /// Always `Some` until the store is dropped.
+    rt: Option<tokio::runtime::Runtime>,
     cache: Store,
     cache_bytes: u64,
     counter: AtomicU64,
+}
+
+impl Drop for Remote {
+    /// Dropping a runtime waits for its tasks, which a thread inside
+    /// another runtime may not do; every operation has finished by now, so
+    /// nothing is lost by not waiting.
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 impl std::fmt::Debug for Remote {
@@ -145,7 +157,7 @@ impl Remote {
             endpoint: conn.endpoint.clone(),
             region: conn.region.clone(),
             client_options,
-            rt,
+            rt: Some(rt),
             cache: Store::open(cache_dir)?,
             cache_bytes,
             counter: AtomicU64::new(0),
@@ -192,16 +204,44 @@ impl Remote {
 
     /// A fresh temporary key for an upload.
     fn temp_key(&self) -> Key {
+        self.temp_key_ending("tmp")
+    }
+
+    /// A fresh temporary key, `tmp/<time>-<pid>-<n>.<ending>`: cleanup
+    /// reads its age from the name.
+    fn temp_key_ending(&self, ending: &str) -> Key {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         self.key(&format!(
-            "tmp/{}-{}-{n}.tmp",
+            "tmp/{}-{}-{n}.{ending}",
             super::now_nanos(),
             std::process::id()
         ))
     }
 
-    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
-        self.rt.block_on(f)
+    /// The store's runtime.
+    fn rt(&self) -> &tokio::runtime::Runtime {
+        self.rt
+            .as_ref()
+            .expect("the runtime is taken only when the store is dropped")
+    }
+
+    /// Runs `f` to completion on the store's runtime. A runtime cannot be
+    /// entered from a thread that is already in one (an async harness
+    /// calling from a task), so there `f` runs on a thread of its own
+    /// while this one waits.
+    fn block_on<F>(&self, f: F) -> F::Output
+    where
+        F: std::future::Future + Send,
+        F::Output: Send,
+    {
+        let rt = self.rt();
+        if tokio::runtime::Handle::try_current().is_err() {
+            return rt.block_on(f);
+        }
+        std::thread::scope(|s| match s.spawn(|| rt.block_on(f)).join() {
+            Ok(out) => out,
+            Err(panic) => std::panic::resume_unwind(panic),
+        })
     }
 
     fn err(&self, op: &'static str, key: &Key, e: object_store::Error) -> StoreError {
@@ -265,13 +305,27 @@ impl Remote {
     }
 
     /// Copies `from` to `to` unless `to` exists: `Ok(false)` when it did.
+    ///
+    /// The create-only copy is a multipart upload at `to` itself, whose key
+    /// carries no time; a writer that dies during it leaves the upload
+    /// there. So a marker (`tmp/<time>-<pid>-<n>.copying`, holding `to`)
+    /// says that a live writer is copying to `to`, from before the upload
+    /// starts until after it ends; cleanup aborts an upload at an object's
+    /// key only when no marker younger than the grace names it.
     fn copy_create(&self, from: &Key, to: &Key) -> Result<bool, StoreError> {
+        let marker = self.temp_key_ending("copying");
+        let body = PutPayload::from(to.as_ref().as_bytes().to_vec());
+        self.block_on(self.client.put(&marker, body))
+            .map_err(|e| self.err("publish", &marker, e))?;
         let opts = CopyOptions::default().with_mode(CopyMode::Create);
-        match self.block_on(self.client.copy_opts(from, to, opts)) {
+        let out = match self.block_on(self.client.copy_opts(from, to, opts)) {
             Ok(()) => Ok(true),
             Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
             Err(e) => Err(self.err("publish", to, e)),
-        }
+        };
+        // Left behind, it ages out like any temporary key.
+        let _ = self.delete(&marker);
+        out
     }
 
     /// Removes `key`; one that is already gone is not an error.

@@ -80,7 +80,7 @@ impl Upload {
             return Ok(());
         };
         let fut = m.upload.put_part(PutPayload::from(part));
-        m.parts.push_back(self.remote.rt.spawn(fut));
+        m.parts.push_back(self.remote.rt().spawn(fut));
         while self
             .multipart
             .as_ref()

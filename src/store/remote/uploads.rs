@@ -8,6 +8,7 @@ use object_store::aws::AwsAuthorizer;
 use object_store::client::{HttpConnector, HttpRequestBody, ReqwestConnector};
 use object_store::multipart::MultipartStore;
 use object_store::path::Path as Key;
+use object_store::ObjectStoreExt;
 
 use super::Remote;
 use crate::store::StoreError;
@@ -54,9 +55,9 @@ fn unescape(s: &str) -> String {
 }
 
 impl Remote {
-    /// The multipart uploads in progress below `tmp/`.
-    fn pending_uploads(&self) -> Result<Vec<Pending>, StoreError> {
-        let prefix = format!("{}/", self.key("tmp"));
+    /// The multipart uploads in progress below `rel/`.
+    fn pending_uploads(&self, rel: &str) -> Result<Vec<Pending>, StoreError> {
+        let prefix = format!("{}/", self.key(rel));
         let target = format!("{}/{prefix}", self.display());
         let fail = |e: String| StoreError::Remote {
             op: "list uploads in",
@@ -143,20 +144,36 @@ impl Remote {
         Ok(out)
     }
 
-    /// Aborts uploads below `tmp/` older than `grace`, by the time in their
-    /// key's name (a server's own upload times are not relied on: some
-    /// emulators report a fixed one). Returns how many were aborted.
+    /// Aborts the multipart uploads that writers which died left behind,
+    /// and returns how many. An upload below `tmp/` is abandoned once it is
+    /// older than `grace` by the time in its key's name (a server's own
+    /// upload times are not relied on: some emulators report a fixed one).
+    /// An upload at an object's key (a create-only copy) is abandoned when
+    /// no copy marker younger than `grace` names that key: the uploads are
+    /// listed before the markers, and a writer puts its marker before it
+    /// starts the upload, so a live copy's marker is always seen.
     pub(crate) fn abort_stale_uploads(&self, grace: Duration) -> Result<usize, StoreError> {
         let now = crate::store::now_nanos();
-        let mut aborted = 0;
-        for p in self.pending_uploads()? {
+        let young = |name: &str| {
+            name.split('-')
+                .next()
+                .and_then(|n| n.parse::<u128>().ok())
+                .map(|stamp| now.saturating_sub(stamp) <= grace.as_nanos())
+        };
+        let mut stale = Vec::new();
+        for p in self.pending_uploads("tmp")? {
             let name = p.key.rsplit('/').next().unwrap_or("");
-            let Some(stamp) = name.split('-').next().and_then(|n| n.parse::<u128>().ok()) else {
-                continue;
-            };
-            if now.saturating_sub(stamp) <= grace.as_nanos() {
-                continue;
+            if young(name) == Some(false) {
+                stale.push(p);
             }
+        }
+        let copies = self.pending_uploads("objects")?;
+        if !copies.is_empty() {
+            let live = self.live_copies(&young)?;
+            stale.extend(copies.into_iter().filter(|p| !live.contains(&p.key)));
+        }
+        let mut aborted = 0;
+        for p in stale {
             let key = Key::from(p.key.as_str());
             if self
                 .block_on(self.s3.abort_multipart(&key, &p.upload_id))
@@ -166,6 +183,33 @@ impl Remote {
             }
         }
         Ok(aborted)
+    }
+
+    /// The object keys that copy markers `young` accepts name.
+    fn live_copies(
+        &self,
+        young: &dyn Fn(&str) -> Option<bool>,
+    ) -> Result<std::collections::HashSet<String>, StoreError> {
+        let mut live = std::collections::HashSet::new();
+        for meta in self.list("tmp/")? {
+            let name = meta.location.filename().unwrap_or("");
+            if !name.ends_with(".copying") || young(name) != Some(true) {
+                continue;
+            }
+            // A marker that went away meanwhile ended its copy.
+            let body = self.block_on(async {
+                let got = self.client.get(&meta.location).await?;
+                got.bytes().await
+            });
+            match body {
+                Ok(body) => {
+                    live.insert(String::from_utf8_lossy(&body).into_owned());
+                }
+                Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(self.err("read", &meta.location, e)),
+            }
+        }
+        Ok(live)
     }
 }
 
