@@ -299,7 +299,7 @@ fn check_shape(preview: &V, orig: &V, path: JsonPointer, named: bool, cx: &Cx<'_
             for (k, x) in m {
                 if let (true, V::Str(s)) = (k.starts_with('…'), x) {
                     if is_marker(s)
-                        && s.contains(" members omitted, ")
+                        && (s.contains(" members omitted, ") || s.contains(" 1 member omitted, "))
                         && !o.iter().any(|(ok, _)| ok == k)
                     {
                         let count = number_after(s, "[spillway: ") as usize;
@@ -770,4 +770,13 @@ fn a_byte_order_mark_before_the_document_is_skipped() {
     let out = spiller(2048, Format::Json, dir.path()).apply(&bad).unwrap();
     assert_eq!(out.format, Format::Text);
     assert!(out.json_error.is_some());
+}
+
+/// A string's tail window that opens just after a backslash, with no
+/// backslash of its own (`n` of a `\n`), starts after the escape's rest.
+#[test]
+fn a_tail_window_opening_inside_an_escape_does_not_split_it() {
+    let s = "é😀\\\"\n".repeat(230);
+    let doc = V::Obj(vec![("".into(), V::Str(s))]);
+    check(&doc, false, 2759, 1);
 }

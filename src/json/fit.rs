@@ -137,6 +137,15 @@ fn head_cut(raw: &[u8], max: usize) -> usize {
     at
 }
 
+/// Whether `b` may be a byte of an escape sequence after its backslash.
+fn may_continue_escape(b: u8) -> bool {
+    b.is_ascii_hexdigit()
+        || matches!(
+            b,
+            b'\\' | b'"' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' | b'u'
+        )
+}
+
 /// The first position in `raw` (a window whose start may fall inside an
 /// escape) known to start a unit: a byte that cannot be part of an escape
 /// sequence. `raw.len()` when there is none.
@@ -150,9 +159,16 @@ fn head_cut(raw: &[u8], max: usize) -> usize {
 /// escaped backslashes in pairs, counted from its end.
 fn first_sure(raw: &[u8]) -> usize {
     let Some(first_escape) = memchr::memchr(b'\\', raw) else {
-        return raw
+        // The byte before the window may be a backslash, so the window may
+        // open with the rest of an escape: at most five bytes (`uXXXX`),
+        // each a letter an escape takes or a hex digit.
+        let opening = raw
             .iter()
-            .position(|&b| crate::measure::utf8_width(b) > 0)
+            .take(5)
+            .position(|&b| !may_continue_escape(b))
+            .unwrap_or(5);
+        return (opening..raw.len())
+            .find(|&i| crate::measure::utf8_width(raw[i]) > 0)
             .unwrap_or(raw.len());
     };
     let plain = raw
@@ -584,8 +600,10 @@ impl<'a> Fitter<'a> {
             marker_key.push('…');
         }
         let range_marker = |s: &Self, p: &str, count: u64, bytes: u64| {
+            // The reserve below is made for the plural, the longer form.
+            let what = if count == 1 { "member" } else { "members" };
             format!(
-                "[spillway: {count} members omitted, {bytes} bytes; {}]",
+                "[spillway: {count} {what} omitted, {bytes} bytes; {}]",
                 s.read_as("the object", p, me.end)
             )
         };
