@@ -150,6 +150,7 @@ def test_sixteen_processes_at_once(tmp_path, moto, s3, bucket):
 
     with concurrent.futures.ThreadPoolExecutor(16) as pool:
         outs = list(pool.map(one, range(16)))
+    assert [o["store_error"] for o in outs] == [None] * 16, [o["store_error"] for o in outs if o["store_error"]]
     ids = [o["spill"]["id"] for o in outs]
     assert len(set(ids[:8])) == 1 and len(set(ids)) == 9
     objects = keys(s3, bucket, "objects/")

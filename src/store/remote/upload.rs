@@ -194,8 +194,16 @@ impl Remote {
         bytes: u64,
     ) -> Result<Option<StoredObject>, StoreError> {
         let Some(hit) = self.dedup_hit(id, Some(bytes))? else {
-            if self.head(&self.object_key(id, encoding))?.is_some() {
-                self.quarantine(id, encoding)?;
+            // Only an object of the wrong size is set aside: one that is
+            // simply there now was published meanwhile by another writer,
+            // and the next attempt finds it.
+            let wrong = match self.head(&self.object_key(id, encoding))? {
+                Some(m) if encoding == Encoding::Raw => m.size != bytes,
+                Some(m) => m.size < super::super::write::TRAILER_LEN as u64,
+                None => false,
+            };
+            if wrong {
+                self.set_aside(id, encoding)?;
             }
             return Ok(None);
         };
@@ -204,13 +212,25 @@ impl Remote {
             Err(StoreError::Corrupt { .. }) => {
                 for e in Encoding::ALL {
                     if self.head(&self.object_key(id, e))?.is_some() {
-                        self.quarantine(id, e)?;
+                        self.set_aside(id, e)?;
                     }
                 }
                 Ok(None)
             }
             // Removed meanwhile (a gc): publish it again.
             Err(StoreError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Remote {
+    /// Quarantines a damaged object; another writer that did so first is
+    /// no error.
+    fn set_aside(&self, id: &ContentId, encoding: Encoding) -> Result<(), StoreError> {
+        match self.quarantine(id, encoding) {
+            Ok(_) => Ok(()),
+            Err(_) if self.head(&self.object_key(id, encoding))?.is_none() => Ok(()),
             Err(e) => Err(e),
         }
     }
