@@ -48,8 +48,9 @@ fi
 
 # Coverage instrumentation only by default: the code under test is safe
 # Rust (and cargo-fuzz's flags do not reach the C of zstd), so AddressSanitizer
-# finds little here, while it slows the build by a third and every run by
-# half. SPILLWAY_FUZZ_SANITIZER=address turns it on for a long campaign.
+# finds little here, while it makes the build take about half as long again
+# and halves the inputs run in a given time. SPILLWAY_FUZZ_SANITIZER=address
+# turns it on for a long campaign.
 sanitizer=${SPILLWAY_FUZZ_SANITIZER:-none}
 
 # One instrumented build of every target, then each one runs.

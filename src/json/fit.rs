@@ -173,14 +173,7 @@ fn first_sure(raw: &[u8]) -> usize {
     };
     let plain = raw
         .iter()
-        .position(|&b| {
-            crate::measure::utf8_width(b) > 0
-                && !b.is_ascii_hexdigit()
-                && !matches!(
-                    b,
-                    b'\\' | b'"' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' | b'u'
-                )
-        })
+        .position(|&b| crate::measure::utf8_width(b) > 0 && !may_continue_escape(b))
         .unwrap_or(raw.len());
     let escape = (first_escape.max(1)..raw.len())
         .find(|&i| raw[i] == b'\\' && raw[i - 1] != b'\\')

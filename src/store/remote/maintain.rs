@@ -232,13 +232,7 @@ impl Remote {
         let mut removed = 0;
         for meta in self.list("tmp/")? {
             let name = meta.location.filename().unwrap_or("");
-            let stamp = name
-                .trim_start_matches("gc-")
-                .trim_start_matches("clock-")
-                .split('-')
-                .next()
-                .and_then(|n| n.parse::<u128>().ok());
-            let old = match stamp {
+            let old = match super::temp_stamp(name) {
                 Some(t) => now.saturating_sub(t) > grace.as_nanos(),
                 None => SystemTime::now()
                     .duration_since(SystemTime::from(meta.last_modified))

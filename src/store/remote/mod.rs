@@ -97,6 +97,26 @@ impl std::fmt::Debug for Remote {
     }
 }
 
+/// Whether an object of `size` stored bytes in `encoding` can be content of
+/// `bytes` bytes (when known): a raw object is exactly that long, a zstd
+/// one at least holds its trailer.
+fn could_hold(encoding: Encoding, size: u64, bytes: Option<u64>) -> bool {
+    match encoding {
+        Encoding::Raw => bytes.is_none_or(|b| b == size),
+        Encoding::Zstd => size >= super::write::TRAILER_LEN as u64,
+    }
+}
+
+/// The time (nanoseconds) a temporary key's name starts with, after the
+/// `gc-` or `clock-` of gc's own keys: `tmp/<nanos>-<pid>-<n>.<ending>`.
+fn temp_stamp(name: &str) -> Option<u128> {
+    name.trim_start_matches("gc-")
+        .trim_start_matches("clock-")
+        .split('-')
+        .next()
+        .and_then(|n| n.parse().ok())
+}
+
 fn config(reason: impl Into<String>) -> StoreError {
     StoreError::Config {
         reason: reason.into(),
@@ -374,10 +394,7 @@ impl Remote {
             let Some(mut meta) = self.head(&key)? else {
                 continue;
             };
-            if encoding == Encoding::Raw && bytes.is_some_and(|b| b != meta.size) {
-                continue;
-            }
-            if encoding == Encoding::Zstd && meta.size < super::write::TRAILER_LEN as u64 {
+            if !could_hold(encoding, meta.size, bytes) {
                 continue;
             }
             if !touched {
@@ -490,4 +507,28 @@ fn cache_settings(
 pub(crate) fn open_location(location: &str) -> Result<Store, StoreError> {
     let remote = Remote::open(location, &ProcessEnv)?;
     Ok(Store::with_remote(Arc::new(remote)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporary_names_give_their_time() {
+        assert_eq!(temp_stamp("1700-42-0.tmp"), Some(1700));
+        assert_eq!(temp_stamp("1700-42-3.copying"), Some(1700));
+        assert_eq!(temp_stamp("gc-1800-42"), Some(1800));
+        assert_eq!(temp_stamp("clock-1900-42"), Some(1900));
+        assert_eq!(temp_stamp("notes.txt"), None);
+    }
+
+    #[test]
+    fn an_object_could_hold_content_by_its_size() {
+        let trailer = super::super::write::TRAILER_LEN as u64;
+        assert!(could_hold(Encoding::Raw, 10, Some(10)));
+        assert!(could_hold(Encoding::Raw, 10, None));
+        assert!(!could_hold(Encoding::Raw, 9, Some(10)));
+        assert!(could_hold(Encoding::Zstd, trailer, Some(1 << 20)));
+        assert!(!could_hold(Encoding::Zstd, trailer - 1, Some(1)));
+    }
 }

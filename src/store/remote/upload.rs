@@ -197,11 +197,9 @@ impl Remote {
             // Only an object of the wrong size is set aside: one that is
             // simply there now was published meanwhile by another writer,
             // and the next attempt finds it.
-            let wrong = match self.head(&self.object_key(id, encoding))? {
-                Some(m) if encoding == Encoding::Raw => m.size != bytes,
-                Some(m) => m.size < super::super::write::TRAILER_LEN as u64,
-                None => false,
-            };
+            let wrong = self
+                .head(&self.object_key(id, encoding))?
+                .is_some_and(|m| !super::could_hold(encoding, m.size, Some(bytes)));
             if wrong {
                 self.set_aside(id, encoding)?;
             }
@@ -222,9 +220,7 @@ impl Remote {
             Err(e) => Err(e),
         }
     }
-}
 
-impl Remote {
     /// Quarantines a damaged object; another writer that did so first is
     /// no error.
     fn set_aside(&self, id: &ContentId, encoding: Encoding) -> Result<(), StoreError> {

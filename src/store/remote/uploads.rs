@@ -155,10 +155,7 @@ impl Remote {
     pub(crate) fn abort_stale_uploads(&self, grace: Duration) -> Result<usize, StoreError> {
         let now = crate::store::now_nanos();
         let young = |name: &str| {
-            name.split('-')
-                .next()
-                .and_then(|n| n.parse::<u128>().ok())
-                .map(|stamp| now.saturating_sub(stamp) <= grace.as_nanos())
+            super::temp_stamp(name).map(|stamp| now.saturating_sub(stamp) <= grace.as_nanos())
         };
         let mut stale = Vec::new();
         for p in self.pending_uploads("tmp")? {
