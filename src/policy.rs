@@ -157,7 +157,9 @@ pub enum PolicyError {
     Salient(SalientError),
     /// A notice template is malformed.
     Template {
-        /// Which template: `omitted`, `binary`, `lossy`, `stored` or `unsaved`.
+        /// Which template: `stored` or `pointer` when one of them is wrong, or
+        /// `stored/unsaved/pointer` when they are wrong together (a location
+        /// placeholder inside another, a pointer outside the pointer template).
         which: &'static str,
         /// What is wrong with it.
         error: TemplateError,
@@ -375,8 +377,8 @@ impl Policy {
     }
 
     /// Checks that the longest notice fits the budget when object paths are
-    /// `path_len` bytes long. [`Stage::new`](crate::Stage::new) calls this with
-    /// the store's real path length.
+    /// `path_len` bytes long. [`Spiller::new`](crate::Spiller::new) calls this
+    /// with the store's real path length.
     ///
     /// # Errors
     ///

@@ -206,7 +206,7 @@ test('one record: the model-facing content is what the durable tool/result holds
 })
 
 test('DSH\'s own policy on the same input cuts bytes in half and loses the line structure', async () => {
-  // The contrast the README's table states, measured on DSH's published code.
+  // The contrast the integrations page states, measured on DSH's published code.
   const body = logText(3000, 2999)
   const dsh = await setup({ maxInlineBytes: 2000 }, { policy: DshSpillPolicy, backend: false, before: async () => {} })
   await dsh.ctx.plugin(LocalSpillStore, { root: tempStore() })

@@ -1,4 +1,4 @@
-// The README's Node.js section runs as written.
+// The integrations page's Node.js section runs as written.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -7,8 +7,8 @@ import path from 'node:path'
 
 import { REPO } from './helpers.mjs'
 
-test('the README\'s Node.js examples run as written', () => {
-  const readme = readFileSync(path.join(REPO, 'README.md'), 'utf8')
+test('the docs\' Node.js examples run as written', () => {
+  const readme = readFileSync(path.join(REPO, 'docs', 'integrations.md'), 'utf8')
   const section = readme.split('\n## Node.js\n')[1].split('\n## ')[0]
   const blocks = [...section.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1])
   assert.ok(blocks.length >= 2)

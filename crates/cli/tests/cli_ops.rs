@@ -1138,12 +1138,13 @@ fn grep_exit_codes_and_bad_input() {
     assert!(j["continue"].as_str().unwrap().ends_with("--from-line 8"));
 }
 
-/// The README's JSON preview example, run as written (another store path),
-/// gives the README's output; its pointer reads back the failing record.
+/// The guide's JSON preview example, run as written (another store path),
+/// gives the guide's output; its pointer reads back the failing record.
 #[test]
-fn the_readme_json_example_prints_what_the_readme_shows() {
+fn the_guide_json_example_prints_what_the_guide_shows() {
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/guide.md"))
+            .unwrap();
     let section = &readme[readme.find("## JSON previews").expect("the section")..];
     let block = |from: usize, lang: &str| -> String {
         let open = format!("```{lang}\n");
@@ -1196,12 +1197,15 @@ fn the_readme_json_example_prints_what_the_readme_shows() {
     assert!(section.contains("--pointer /results/7000   # {\"test\": \"t7000\", \"ok\": false}"));
 }
 
-/// The README's `spillway mcp serve` example, run as written by a shell
-/// (another store), answers as the README says.
+/// The integrations page's `spillway mcp serve` example, run as written by a
+/// shell (another store), answers as the page says.
 #[test]
-fn the_readme_mcp_serve_example_answers_as_the_readme_says() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+fn the_docs_mcp_serve_example_answers_as_the_docs_say() {
+    let readme = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/integrations.md"
+    ))
+    .unwrap();
     let section = &readme[readme.find("## MCP").expect("the section")..];
     let start = section.find("```sh\nprintf").expect("the example") + "```sh\n".len();
     let script = &section[start..start + section[start..].find("```").unwrap()];
@@ -1244,12 +1248,13 @@ fn the_readme_mcp_serve_example_answers_as_the_readme_says() {
     assert!(section.contains("`boom`\nand `[exit status 1]`"));
 }
 
-/// The README's terminal output example, run as written by a shell
-/// (another store, as long a path), prints what the README shows.
+/// The guide's terminal output example, run as written by a shell (another
+/// store, as long a path), prints what the guide shows.
 #[test]
-fn the_readme_terminal_example_prints_what_the_readme_shows() {
+fn the_guide_terminal_example_prints_what_the_guide_shows() {
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/guide.md"))
+            .unwrap();
     let section = &readme[readme.find("## Terminal output").expect("the section")..];
     let block = |lang: &str| -> String {
         let open = format!("```{lang}\n");
