@@ -34,7 +34,7 @@ export interface PolicyOptions {
   maxInlineTokens?: number
   /** `'o200k'` (default), `'cl100k'` (vocabularies built in) or `'approx'` (4 bytes a token). */
   tokenizer?: 'o200k' | 'cl100k' | 'approx'
-  /** Notice templates (see the project's README); `pointer` is the read hint in a JSON preview's markers. */
+  /** Notice templates (see the project's guide, docs/guide.md); `pointer` is the read hint in a JSON preview's markers. */
   notice?: Partial<Record<'omitted' | 'binary' | 'lossy' | 'stored' | 'unsaved' | 'pointer', string>>
 }
 
@@ -69,7 +69,8 @@ export interface Outcome {
   binary: boolean
   spill?: StoredObject
   storeError?: string
-  storeErrorKind?: string
+  /** What kind of store failure that was (see the reference's error kinds). */
+  storeErrorKind?: 'no_space' | 'permission_denied' | 'read_only' | 'not_regular_file' | 'not_found' | 'ambiguous' | 'corrupt' | 'out_of_range' | 'other_io' | 'config'
   /** `'json'` when `content` is a JSON preview, else `'text'`. */
   format: 'text' | 'json'
   /** With `format: 'json'` in the policy: why the input got the text preview instead. */
