@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Prints each benchmark case over its baseline, from criterion's saved
-estimates (run `cargo bench --bench stage` first).
+estimates (run `cargo bench --bench stage` and
+`cargo bench -p spillway-registry --bench render` first).
 
     python3 benches/ratios.py [target/criterion]
 
@@ -59,7 +60,7 @@ def fmt_time(ns):
 
 def main():
     if not os.path.isdir(ROOT):
-        sys.exit(f"no benchmark results in {ROOT}: run `cargo bench --bench stage` first")
+        sys.exit(f"no benchmark results in {ROOT}: run `cargo bench --bench stage` (and `-p spillway-registry --bench render`) first")
     rows = []
     # Criterion names a group's folder after the group, '/' turned into '_'.
     for group in sorted(os.listdir(ROOT)):

@@ -8,8 +8,8 @@
 //! * `spill/<input>`: over budget, stored raw or zstd, durable or not, and a
 //!   dedup hit; baselines `blake3`, `hash+write`, `hash+write+fsync`, `zstd-N`.
 //! * `read`: `show` of a whole object and of a line range in its middle.
-//! * `render`: the run_code renderer streaming into the stage; baseline
-//!   `apply-rendered` (the same text, already rendered).
+//! * `render` lives with the renderer it measures, in the registry's crate
+//!   (`cargo bench -p spillway-registry --bench render`).
 //!
 //! * `terminal/<input>`: the terminal render beside the raw one on the
 //!   same spill (`stage-terminal` over `stage-raw-render`), the salient
@@ -400,62 +400,6 @@ fn read(c: &mut Criterion) {
     g.finish();
 }
 
-/// The run_code renderer streaming a program's logs and result into the
-/// stage, against applying the same text already rendered.
-fn render(c: &mut Criterion) {
-    use spillway_registry::run_code::{render as render_code, RunCodeOutput};
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).unwrap();
-    let sp = spiller(&store, 32 * KIB, Compression::None, Durability::Relaxed);
-    for len in sizes() {
-        if len < MIB {
-            continue;
-        }
-        let log = gen::tool_output(9, len);
-        let logs: Vec<String> = String::from_utf8_lossy(&log)
-            .lines()
-            .map(str::to_owned)
-            .collect();
-        let output = RunCodeOutput {
-            logs,
-            result: Some(serde_json::json!({ "status": "done", "items": [1, 2, 3] })),
-        };
-        let mut rendered = Vec::new();
-        render_code(&output, &mut rendered).unwrap();
-        let mut g = c.benchmark_group("render");
-        g.throughput(Throughput::Bytes(rendered.len() as u64));
-        g.measurement_time(measurement(len)).sample_size(10);
-        let mut text = rendered.clone();
-        g.bench_function(BenchmarkId::new("apply-rendered", len), |b| {
-            b.iter_custom(|iters| {
-                fresh(iters, &mut text, &store, |i| {
-                    black_box(sp.apply(i).unwrap());
-                })
-            })
-        });
-        g.bench_function(BenchmarkId::new("run_code-render-into-stage", len), |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for i in 0..iters {
-                    let mut out = RunCodeOutput {
-                        logs: output.logs.clone(),
-                        result: output.result.clone(),
-                    };
-                    out.logs[0] = format!("{i} {}", out.logs[0]);
-                    let t = Instant::now();
-                    let mut stage = sp.stage();
-                    render_code(&out, &mut stage).unwrap();
-                    black_box(stage.finish().unwrap());
-                    total += t.elapsed();
-                    let _ = std::fs::remove_dir_all(store.objects_dir());
-                }
-                total
-            })
-        });
-        g.finish();
-    }
-}
-
 /// A JSON document of about `len` bytes: an object holding an array of
 /// records (numbers, short strings, a nested array) and a long log string.
 fn json_doc(len: usize) -> Vec<u8> {
@@ -573,5 +517,5 @@ fn json(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, inline, spill, read, render, json, terminal);
+criterion_group!(benches, inline, spill, read, json, terminal);
 criterion_main!(benches);

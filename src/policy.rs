@@ -151,6 +151,9 @@ pub enum PolicyError {
         /// The smallest token budget that fits every notice.
         needed: u64,
     },
+    /// A token budget names a vocabulary this build does not carry (the
+    /// `tokenizers` feature is off); `approx` needs none.
+    TokenizerUnavailable(Tokenizer),
     /// `salient_percent` is above 100.
     SalientPercent(u64),
     /// A salient pattern does not compile.
@@ -208,6 +211,10 @@ impl fmt::Display for PolicyError {
             PolicyError::Template { which, error } => {
                 write!(f, "notice template `{which}`: {error}")
             }
+            PolicyError::TokenizerUnavailable(t) => write!(
+                f,
+                "tokenizer {t} is not built in (spillway was built without its `tokenizers` feature): use approx"
+            ),
             PolicyError::TokensTooSmall { got, needed } => write!(
                 f,
                 "max_inline_tokens is {got}, but the notice alone can take {needed} tokens: use at least {needed}"
@@ -698,6 +705,9 @@ impl PolicyBuilder {
             })?;
         if self.salient_percent > 100 {
             return Err(PolicyError::SalientPercent(self.salient_percent));
+        }
+        if self.max_inline_tokens.is_some() && !self.tokenizer.is_available() {
+            return Err(PolicyError::TokenizerUnavailable(self.tokenizer));
         }
         let salient = self.salient.clone().map_err(PolicyError::Salient)?;
         let policy = Policy(Arc::new(Config {

@@ -1,6 +1,11 @@
 //! Token counts for budgets in tokens: the vocabularies of OpenAI's
 //! `o200k_base` and `cl100k_base` (shipped inside the binary, nothing is
 //! downloaded), or an estimate of four bytes a token.
+//!
+//! The vocabularies are behind the default-on `tokenizers` feature (they add
+//! about 10 MB to a binary). Without it, a policy with a token budget must
+//! use [`Tokenizer::Approx`]: building one that names another tokenizer
+//! fails with [`PolicyError::TokenizerUnavailable`](crate::PolicyError::TokenizerUnavailable).
 
 use serde::{Deserialize, Serialize};
 
@@ -28,15 +33,26 @@ impl Tokenizer {
         }
     }
 
+    /// Whether this build carries the tokenizer's vocabulary: always for
+    /// [`Approx`](Tokenizer::Approx), and for the others with the
+    /// `tokenizers` feature.
+    pub fn is_available(self) -> bool {
+        matches!(self, Tokenizer::Approx) || cfg!(feature = "tokenizers")
+    }
+
     /// The number of tokens `text` is under this tokenizer.
     ///
     /// The first count with a vocabulary loads it (about 0.1 s for
-    /// `o200k`); later ones reuse it.
+    /// `o200k`); later ones reuse it. A tokenizer that is not
+    /// [available](Self::is_available) counts as `Approx` does; a policy
+    /// never gets that far, it refuses such a tokenizer when it is built.
     pub fn count(self, text: &str) -> usize {
         match self {
+            #[cfg(feature = "tokenizers")]
             Tokenizer::O200k => bpe_openai::o200k_base().count(text),
+            #[cfg(feature = "tokenizers")]
             Tokenizer::Cl100k => bpe_openai::cl100k_base().count(text),
-            Tokenizer::Approx => text.len().div_ceil(4),
+            _ => text.len().div_ceil(4),
         }
     }
 }
@@ -67,6 +83,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(feature = "tokenizers")]
     fn counts_known_strings() {
         // "hello world" is two tokens in both vocabularies.
         assert_eq!(Tokenizer::O200k.count("hello world"), 2);
@@ -77,5 +94,24 @@ mod tests {
             assert_eq!(t.name().parse::<Tokenizer>().unwrap(), t);
         }
         assert!("gpt2".parse::<Tokenizer>().is_err());
+    }
+
+    #[test]
+    #[cfg(not(feature = "tokenizers"))]
+    fn without_the_vocabularies_a_token_budget_must_be_approx() {
+        assert!(!Tokenizer::O200k.is_available());
+        assert!(Tokenizer::Approx.is_available());
+        let refused = crate::Policy::builder()
+            .max_inline_tokens(Some(1000))
+            .build();
+        assert!(matches!(
+            refused,
+            Err(crate::PolicyError::TokenizerUnavailable(Tokenizer::O200k))
+        ));
+        crate::Policy::builder()
+            .max_inline_tokens(Some(1000))
+            .tokenizer(Tokenizer::Approx)
+            .build()
+            .unwrap();
     }
 }

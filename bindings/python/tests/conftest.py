@@ -28,7 +28,7 @@ def cli() -> Path:
 @pytest.fixture(scope="session")
 def rust_apply() -> Path:
     """The library alone, applying a policy (examples/apply_json.rs)."""
-    return _binary("SPILLWAY_APPLY_JSON", "examples/apply_json", ["-p", "spillway", "--example", "apply_json"])
+    return _binary("SPILLWAY_APPLY_JSON", "examples/apply_json", ["-p", "spillway-core", "--example", "apply_json"])
 
 
 @pytest.fixture()
