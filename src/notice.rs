@@ -609,17 +609,17 @@ pub fn shell_quote(word: &str) -> String {
 
 /// The default `stored` template with `--store DIR` in its command, the
 /// directory quoted for a POSIX shell when it needs quoting.
-pub(crate) fn stored_naming_store(root: &std::path::Path) -> String {
+pub(crate) fn stored_naming_store(root: &str) -> String {
     naming_store(NoticeTemplates::DEFAULT_STORED, root)
 }
 
 /// The default `pointer` template with `--store DIR`.
-pub(crate) fn pointer_naming_store(root: &std::path::Path) -> String {
+pub(crate) fn pointer_naming_store(root: &str) -> String {
     naming_store(NoticeTemplates::DEFAULT_POINTER, root)
 }
 
-fn naming_store(template: &str, root: &std::path::Path) -> String {
-    let quoted = shell_quote(&root.to_string_lossy());
+fn naming_store(template: &str, root: &str) -> String {
+    let quoted = shell_quote(root);
     let braces = quoted.replace('{', "{{").replace('}', "}}");
     template.replacen(
         "spillway show",

@@ -383,6 +383,13 @@ impl Policy {
         notice::worst_case_len(&self.0.templates, path_len)
     }
 
+    /// The smallest byte budget this policy's notices fit when object paths
+    /// are `path_len` bytes long: the longest notice, and the newline before
+    /// it and the one after it.
+    pub(crate) fn min_budget(&self, path_len: usize) -> usize {
+        self.notice_bound(path_len).0 + 2
+    }
+
     /// Checks that the longest notice fits the budget when object paths are
     /// `path_len` bytes long. [`Spiller::new`](crate::Spiller::new) calls this
     /// with the store's real path length.
@@ -391,9 +398,8 @@ impl Policy {
     ///
     /// [`PolicyError::BudgetTooSmall`] or [`PolicyError::LinesTooSmall`].
     pub fn check_fits(&self, path_len: usize) -> Result<(), PolicyError> {
-        let (bytes, lines) = self.notice_bound(path_len);
-        // Two more bytes: the newline before the notice and the one after it.
-        let needed = bytes as u64 + 2;
+        let (_, lines) = self.notice_bound(path_len);
+        let needed = self.min_budget(path_len) as u64;
         if (self.0.max_inline_bytes as u64) < needed {
             return Err(PolicyError::BudgetTooSmall {
                 got: self.0.max_inline_bytes as u64,
@@ -419,9 +425,9 @@ impl Policy {
         Ok(())
     }
 
-    /// This policy with a read hint that names `store_root`, for a store that
-    /// is not the default one: the default `stored` template becomes
-    /// `spillway --store DIR show …`, so the hint works pasted as it is. A
+    /// This policy with a read hint that names the store at `location`, for
+    /// a store that is not the default one: the default `stored` template
+    /// becomes `spillway --store LOCATION show …`, so the hint works pasted as it is. A
     /// custom `stored` template is kept as written. The CLI and the language
     /// bindings all do this, so that one input gives one content everywhere.
     ///
@@ -430,7 +436,8 @@ impl Policy {
     /// [`PolicyError::Template`] when the path makes the template too long,
     /// or [`PolicyError::BudgetTooSmall`] when the longer notice no longer
     /// fits the budget.
-    pub fn naming_store(&self, store_root: &std::path::Path) -> Result<Policy, PolicyError> {
+    pub fn naming_store(&self, location: &crate::store::Location) -> Result<Policy, PolicyError> {
+        let store_root = location.to_string();
         let default_stored = self.0.templates.stored.as_str() == NoticeTemplates::DEFAULT_STORED;
         let default_pointer = self.0.templates.pointer.as_str() == NoticeTemplates::DEFAULT_POINTER;
         if !default_stored && !default_pointer {
@@ -438,14 +445,14 @@ impl Policy {
         }
         let mut templates = self.0.templates.clone();
         if default_stored {
-            let text = notice::stored_naming_store(store_root);
+            let text = notice::stored_naming_store(&store_root);
             templates.stored = text.parse().map_err(|error| PolicyError::Template {
                 which: "stored",
                 error,
             })?;
         }
         if default_pointer {
-            let text = notice::pointer_naming_store(store_root);
+            let text = notice::pointer_naming_store(&store_root);
             templates.pointer = text.parse().map_err(|error| PolicyError::Template {
                 which: "pointer",
                 error,
@@ -755,7 +762,7 @@ impl PolicyBuilder {
         lifted.max_inline_tokens = None;
         let mut policy = lifted.build()?;
         if name_store {
-            policy = policy.naming_store(store.root())?;
+            policy = policy.naming_store(store.location())?;
         }
         let mut config = (*policy.0).clone();
         config.max_inline_bytes = self.max_inline_bytes as usize;
@@ -1014,7 +1021,7 @@ mod tests {
     fn naming_store_names_the_store_in_the_default_hint_only() {
         let p = Policy::default();
         let named = p
-            .naming_store(std::path::Path::new("/srv/spill s"))
+            .naming_store(&crate::store::Location::Dir("/srv/spill s".into()))
             .unwrap();
         let hint = named.templates().stored.as_str();
         assert!(
@@ -1028,16 +1035,20 @@ mod tests {
             ..Default::default()
         };
         let p = Policy::builder().templates(custom).build().unwrap();
-        let kept = p.naming_store(std::path::Path::new("/srv")).unwrap();
+        let kept = p
+            .naming_store(&crate::store::Location::Dir("/srv".into()))
+            .unwrap();
         assert_eq!(kept.templates().stored.as_str(), "read {short_id}");
         // A path that makes the notice outgrow the budget is an error that
         // says so, not a panic and not a notice past the budget.
         let long = "/x".repeat(400);
         let small = Policy::builder().max_inline_bytes(1024).build().unwrap();
-        let err = small.naming_store(std::path::Path::new(&long)).unwrap_err();
+        let err = small
+            .naming_store(&crate::store::Location::Dir(long.clone().into()))
+            .unwrap_err();
         assert!(matches!(err, PolicyError::BudgetTooSmall { .. }), "{err}");
         assert!(Policy::default()
-            .naming_store(std::path::Path::new(&long))
+            .naming_store(&crate::store::Location::Dir(long.clone().into()))
             .is_ok());
     }
 

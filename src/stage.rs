@@ -99,17 +99,7 @@ impl Spiller {
     /// The smallest budget [`Spiller::with_budget`] takes: the longest
     /// notice of this policy's templates, with this store's object paths.
     pub fn min_budget(&self) -> usize {
-        let mut bytes = 0;
-        // At most twice: without the store's paths, then with them.
-        for _ in 0..3 {
-            match self.with_budget(bytes) {
-                Err(PolicyError::BudgetTooSmall { needed, .. }) if needed as usize > bytes => {
-                    bytes = needed as usize;
-                }
-                _ => return bytes,
-            }
-        }
-        bytes
+        self.policy.min_budget(self.store.max_path_len())
     }
 
     /// A new stage. Costs nothing until it is written to.

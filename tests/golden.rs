@@ -5,6 +5,8 @@
 //! Regenerate nothing here: a failure means the format changed, which needs
 //! a new layout version, not new fixtures.
 
+mod support;
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -70,7 +72,7 @@ fn v1_objects_written_by_earlier_versions_still_read_and_verify() {
 fn the_v1_zstd_trailer_is_unchanged() {
     let (_dir, store) = fixture();
     let id = ContentId::of(&zstd_text());
-    let bytes = std::fs::read(store.object_path(&id, Encoding::Zstd)).unwrap();
+    let bytes = std::fs::read(support::object_file(&store, &id, Encoding::Zstd)).unwrap();
     let t = &bytes[bytes.len() - 24..];
     assert_eq!(&t[..4], &[0x5E, 0x2A, 0x4D, 0x18]);
     assert_eq!(&t[4..8], &[16, 0, 0, 0]);

@@ -12,7 +12,7 @@ use spillway::{
 };
 
 fn tmp_entries(store: &Store) -> usize {
-    std::fs::read_dir(store.tmp_dir()).map_or(0, |d| d.count())
+    std::fs::read_dir(support::tmp_dir(store)).map_or(0, |d| d.count())
 }
 
 fn policy(compression: Compression, mode: OnStoreError) -> Policy {
@@ -158,7 +158,7 @@ fn junk_in_the_temp_directory_is_cleaned_without_following_links() {
     let outside = dir.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
     std::fs::write(outside.join("precious"), b"do not touch").unwrap();
-    let tmp = store.tmp_dir();
+    let tmp = support::tmp_dir(&store);
     std::fs::write(tmp.join("junk.tmp"), b"garbage").unwrap();
     std::fs::create_dir_all(tmp.join("a-dir/nested")).unwrap();
     std::os::unix::fs::symlink(&outside, tmp.join("link-out")).unwrap();

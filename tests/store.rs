@@ -56,7 +56,7 @@ fn a_second_write_of_the_same_content_stores_nothing_new() {
         .put(&data, ZSTD.write_options(Durability::Durable))
         .unwrap();
     assert!(!first.dedup);
-    let before = files_under(store.root());
+    let before = files_under(support::store_dir(&store));
     let old = fs::metadata(&first.path).unwrap().modified().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
     // Also through the streaming writer, and with the other compression.
@@ -69,7 +69,7 @@ fn a_second_write_of_the_same_content_stores_nothing_new() {
         assert!(again.dedup);
         assert_eq!(again.path, first.path);
     }
-    assert_eq!(files_under(store.root()), before);
+    assert_eq!(files_under(support::store_dir(&store)), before);
     let new = fs::metadata(&first.path).unwrap().modified().unwrap();
     assert!(new > old, "a dedup hit refreshes the object's mtime");
 }
@@ -82,9 +82,9 @@ fn objects_and_directories_are_private() {
         .unwrap();
     let mode = |p: &std::path::Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&s.path), 0o600);
-    assert_eq!(mode(store.root()), 0o700);
+    assert_eq!(mode(support::store_dir(&store)), 0o700);
     assert_eq!(mode(s.path.parent().unwrap()), 0o700);
-    assert_eq!(mode(store.tmp_dir()), 0o700);
+    assert_eq!(mode(&support::tmp_dir(&store)), 0o700);
 }
 
 #[test]
@@ -320,7 +320,7 @@ fn no_temp_file_survives_a_finished_or_abandoned_writer() {
         .writer(RAW.write_options(Durability::Relaxed))
         .unwrap();
     w.finish().unwrap();
-    assert_eq!(fs::read_dir(store.tmp_dir()).unwrap().count(), 0);
+    assert_eq!(fs::read_dir(support::tmp_dir(&store)).unwrap().count(), 0);
 }
 
 fn relaxed(c: Compression) -> spillway::WriteOptions {
@@ -373,7 +373,7 @@ fn verify_quarantines_what_is_not_a_regular_file_at_an_object_name() {
         let (d, store) = temp_store();
         let data = tool_output(22, 100_000);
         let z = store.put(&data, relaxed(ZSTD)).unwrap();
-        let raw_name = store.object_path(&z.id, Encoding::Raw);
+        let raw_name = support::object_file(&store, &z.id, Encoding::Raw);
         match what {
             "directory" => fs::create_dir(&raw_name).unwrap(),
             "symbolic link" => {
@@ -411,7 +411,7 @@ fn reads_never_pass_through_a_linked_directory_inside_the_store() {
         let real = if linked == "shard" {
             s.path.parent().unwrap().to_path_buf()
         } else {
-            store.objects_dir().to_path_buf()
+            support::objects_dir(&store).to_path_buf()
         };
         let moved = d.path().join("moved-away");
         fs::rename(&real, &moved).unwrap();

@@ -23,7 +23,14 @@ pub fn store() -> &'static Store {
 
 /// Removes what an iteration stored, so the disk does not fill.
 pub fn clean(store: &Store) {
-    let _ = std::fs::remove_dir_all(store.objects_dir());
+    let _ = std::fs::remove_dir_all(
+        store
+            .location()
+            .as_dir()
+            .expect("a local store")
+            .join("v1")
+            .join("objects"),
+    );
 }
 
 /// The policy knobs, drawn from the front of the input (8 bytes).

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 use super::seam::Op;
-use super::{open_regular, same_file, ContentId, Encoding, Store, StoreError, StoredObject};
+use super::{open_regular, same_file, ContentId, Encoding, Local, Store, StoreError, StoredObject};
 use crate::sys::{is_locked, try_lock};
 
 /// How old an unlocked temp file must be before cleanup removes it. A temp
@@ -209,10 +209,60 @@ impl Store {
     ///
     /// An I/O error listing the temp directory.
     pub fn clean_temp(&self, grace: Duration) -> Result<usize, StoreError> {
-        #[cfg(feature = "s3")]
-        if let Some(r) = self.remote() {
-            return r.clean_temp(grace);
-        }
+        self.backend().clean_temp(grace)
+    }
+
+    /// Re-hashes every object; moves corrupt ones to the quarantine folder;
+    /// removes temp files of dead writers older than `temp_grace`.
+    /// `progress(done, total)` is called after each object.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error listing the store. Per-object problems are reported, not
+    /// returned.
+    pub fn verify_all(
+        &self,
+        temp_grace: Duration,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<VerifyReport, StoreError> {
+        self.backend().verify_all(temp_grace, progress)
+    }
+
+    /// Removes least-recently-used objects until the store is within
+    /// `max_bytes` and holds nothing unused for longer than `max_age`. Never
+    /// removes an object in `keep`, nor one a concurrent writer reuses while
+    /// gc runs: each victim is first renamed aside, and put back if its mtime
+    /// moved after gc started. `progress(done, total)` is called per object.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error listing the store.
+    pub fn gc(
+        &self,
+        opts: &GcOptions,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<GcReport, StoreError> {
+        self.backend().gc(opts, progress)
+    }
+
+    /// Totals over the store, without reading object contents.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error listing the store.
+    pub fn stats(&self) -> Result<Stats, StoreError> {
+        self.backend().stats()
+    }
+}
+
+impl Local {
+    /// Removes temp files left by dead writers: unlocked and older than
+    /// `grace`. Returns how many were removed.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error listing the temp directory.
+    pub(crate) fn clean_temp(&self, grace: Duration) -> Result<usize, StoreError> {
         let dir = self.tmp_dir();
         let entries = match fs::read_dir(dir) {
             Ok(e) => e,
@@ -253,15 +303,11 @@ impl Store {
     ///
     /// An I/O error listing the store. Per-object problems are reported, not
     /// returned.
-    pub fn verify_all(
+    pub(crate) fn verify_all(
         &self,
         temp_grace: Duration,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<VerifyReport, StoreError> {
-        #[cfg(feature = "s3")]
-        if let Some(r) = self.remote() {
-            return r.verify_all(temp_grace, progress);
-        }
         let objects = self.list()?;
         let mut report = VerifyReport::default();
         for (i, obj) in objects.iter().enumerate() {
@@ -379,15 +425,11 @@ impl Store {
     /// # Errors
     ///
     /// An I/O error listing the store.
-    pub fn gc(
+    pub(crate) fn gc(
         &self,
         opts: &GcOptions,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<GcReport, StoreError> {
-        #[cfg(feature = "s3")]
-        if let Some(r) = self.remote() {
-            return r.gc(opts, progress);
-        }
         let started = SystemTime::now();
         let mut report =
             choose_and_remove(self.list()?, started, opts, progress, &mut |obj, r| {
@@ -462,11 +504,7 @@ impl Store {
     /// # Errors
     ///
     /// An I/O error listing the store.
-    pub fn stats(&self) -> Result<Stats, StoreError> {
-        #[cfg(feature = "s3")]
-        if let Some(r) = self.remote() {
-            return r.stats();
-        }
+    pub(crate) fn stats(&self) -> Result<Stats, StoreError> {
         let objects = self.list()?;
         Ok(Stats {
             objects: objects.len(),
@@ -578,6 +616,10 @@ mod tests {
         (d, s)
     }
 
+    fn local(s: &Store) -> &Local {
+        s.backend().as_local().unwrap()
+    }
+
     fn age(path: &std::path::Path, secs: u64) {
         let f = fs::File::options().write(true).open(path).unwrap();
         f.set_modified(SystemTime::now() - Duration::from_secs(secs))
@@ -594,9 +636,9 @@ mod tests {
         let listed = s.list().unwrap().remove(0);
         let started = SystemTime::now();
         // The writer's dedup hit happens here.
-        assert!(s.dedup_hit(&stored.id).unwrap().is_some());
+        assert!(local(&s).dedup_hit(&stored.id).unwrap().is_some());
         let mut report = GcReport::default();
-        let gone = s
+        let gone = local(&s)
             .remove_unless_reused(&listed, started, &mut report)
             .unwrap();
         assert!(!gone);
@@ -605,7 +647,7 @@ mod tests {
             s.read(&stored.id, &crate::Selection::All).unwrap(),
             b"reused"
         );
-        assert_eq!(fs::read_dir(s.tmp_dir()).unwrap().count(), 0);
+        assert_eq!(fs::read_dir(local(&s).tmp_dir()).unwrap().count(), 0);
     }
 
     /// Without reuse, the same object goes.
@@ -616,7 +658,7 @@ mod tests {
         age(&stored.path, 7200);
         let listed = s.list().unwrap().remove(0);
         let mut report = GcReport::default();
-        assert!(s
+        assert!(local(&s)
             .remove_unless_reused(&listed, SystemTime::now(), &mut report)
             .unwrap());
         assert!(!stored.path.exists());
@@ -628,11 +670,11 @@ mod tests {
     fn a_dedup_hit_needs_the_name_to_still_hold_the_file() {
         let (_d, s) = store();
         let stored = s.put(b"moved", RELAXED).unwrap();
-        let f = super::super::open_regular(s.root(), &stored.path).unwrap();
-        let aside = s.tmp_dir().join("aside");
+        let f = super::super::open_regular(local(&s).root(), &stored.path).unwrap();
+        let aside = local(&s).tmp_dir().join("aside");
         fs::rename(&stored.path, &aside).unwrap();
         assert!(!super::super::same_file(&f, &stored.path));
-        assert!(s.dedup_hit(&stored.id).unwrap().is_none());
+        assert!(local(&s).dedup_hit(&stored.id).unwrap().is_none());
     }
 
     #[test]
@@ -640,7 +682,7 @@ mod tests {
         let (_d, s) = store();
         let mut w = s.writer(RELAXED).unwrap();
         w.write_all(b"in progress").unwrap();
-        let temp = fs::read_dir(s.tmp_dir())
+        let temp = fs::read_dir(local(&s).tmp_dir())
             .unwrap()
             .next()
             .unwrap()
@@ -653,7 +695,7 @@ mod tests {
             "a live writer's file stays"
         );
         w.finish().unwrap();
-        let dead = s.tmp_dir().join("1-2-3.tmp");
+        let dead = local(&s).tmp_dir().join("1-2-3.tmp");
         fs::write(&dead, b"left by a crash").unwrap();
         assert_eq!(
             s.clean_temp(Duration::from_secs(3600)).unwrap(),

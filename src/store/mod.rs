@@ -54,6 +54,7 @@
 //! through a symbolic link: directories are checked with `lstat`, files are
 //! opened with `O_NOFOLLOW`.
 
+mod backend;
 #[cfg(feature = "test-seams")]
 mod crash;
 mod grep;
@@ -67,6 +68,8 @@ mod remote;
 mod seam;
 mod write;
 
+pub(crate) use backend::Backend;
+pub use backend::Location;
 #[cfg(feature = "test-seams")]
 pub use crash::{CrashKind, CrashModel};
 pub use grep::{GrepLine, GrepOptions, GrepPattern, GrepReport, PatternError, MAX_MATCHED_LINE};
@@ -323,8 +326,14 @@ impl StoreError {
     }
 }
 
+/// A store in a local directory: its paths, the counter that names its
+/// temp files, and the test seam. Cheap to clone.
+#[derive(Clone, Debug)]
+pub(crate) struct Local(Arc<Dirs>);
+
 #[derive(Debug)]
-struct Inner {
+pub(crate) struct Dirs {
+    location: Location,
     root: PathBuf,
     base: PathBuf,
     objects: PathBuf,
@@ -332,62 +341,27 @@ struct Inner {
     quarantine: PathBuf,
     counter: AtomicU64,
     seam: Seam,
-    /// An S3 store: its bucket, client and cache. `root` is then its URL.
-    #[cfg(feature = "s3")]
-    remote: Option<Arc<remote::Remote>>,
 }
 
-impl Inner {
-    /// The paths of a store rooted at `root`, no seam, no remote.
-    fn at(root: PathBuf) -> Inner {
+impl Local {
+    /// The store rooted at `root` (absolute), with `seam`.
+    pub(crate) fn at(root: PathBuf, seam: Seam) -> Local {
         let base = root.join(LAYOUT_VERSION);
-        Inner {
+        Local(Arc::new(Dirs {
+            location: Location::Dir(root.clone()),
             objects: base.join("objects"),
             tmp: base.join("tmp"),
             quarantine: base.join("quarantine"),
             base,
             root,
             counter: AtomicU64::new(0),
-            seam: Seam::default(),
-            #[cfg(feature = "s3")]
-            remote: None,
-        }
+            seam,
+        }))
     }
-}
 
-/// A handle on a store directory. Cheap to clone; safe to share between
-/// threads and between processes (every operation is atomic on disk).
-///
-/// # Examples
-///
-/// ```
-/// use spillway::{Durability, Selection, Store, WriteOptions};
-/// let dir = tempfile::tempdir().unwrap();
-/// let store = Store::open(dir.path().join("spill")).unwrap();
-/// let opts = WriteOptions::raw().durability(Durability::Relaxed);
-/// let stored = store.put(b"one\ntwo\n", opts).unwrap();
-/// assert_eq!(store.read(&stored.id, &Selection::All).unwrap(), b"one\ntwo\n");
-/// ```
-#[derive(Clone, Debug)]
-pub struct Store(Arc<Inner>);
-
-pub(crate) fn now_nanos() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos())
-}
-
-impl Store {
-    /// A store rooted at `root`. Nothing is created until the first write, so
-    /// opening never fails on a read-only or missing directory; writes and
-    /// reads report problems then.
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError::Io`] when the current directory is needed to make `root`
-    /// absolute and cannot be read.
-    pub fn open(root: impl AsRef<Path>) -> Result<Store, StoreError> {
-        let root = root.as_ref();
+    /// The store rooted at `root`, made absolute against the current
+    /// directory.
+    pub(crate) fn open(root: &Path) -> Result<Local, StoreError> {
         let root = if root.is_absolute() {
             root.to_path_buf()
         } else {
@@ -395,143 +369,41 @@ impl Store {
                 .map_err(StoreError::io("read current directory for", root))?
                 .join(root)
         };
-        Ok(Store(Arc::new(Inner::at(root))))
-    }
-
-    /// The store a location names: `s3://BUCKET/PREFIX` for S3-compatible
-    /// object storage (the `s3` feature), anything else a directory as for
-    /// [`Store::open`].
-    ///
-    /// An S3 store reads its endpoint, region and credentials from the
-    /// standard AWS variables and files: `AWS_ENDPOINT_URL` (or
-    /// `AWS_ENDPOINT_URL_S3`), `AWS_REGION` (or `AWS_DEFAULT_REGION`),
-    /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
-    /// `AWS_PROFILE` with `~/.aws/credentials` and `~/.aws/config`. Plain
-    /// HTTP is allowed only for an endpoint on this machine or with
-    /// `AWS_ALLOW_HTTP=true`. Its local cache of verified objects is
-    /// `SPILLWAY_S3_CACHE` (default `~/.cache/spillway/s3`), bounded by
-    /// `SPILLWAY_S3_CACHE_BYTES` (default 1 GiB). Nothing is sent until the
-    /// first operation.
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError::Config`] for a malformed URL, a setting that is
-    /// missing or wrong (the message names it), or an `s3://` location in a
-    /// build without the `s3` feature.
-    pub fn open_url(location: &str) -> Result<Store, StoreError> {
-        if location.starts_with("s3://") {
-            #[cfg(feature = "s3")]
-            return remote::open_location(location);
-            #[cfg(not(feature = "s3"))]
-            return Err(StoreError::Config {
-                reason: format!(
-                    "{location}: this build of spillway has no S3 support (the `s3` cargo feature)"
-                ),
-            });
-        }
-        Store::open(location)
-    }
-
-    #[cfg(feature = "s3")]
-    fn with_remote(remote: Arc<remote::Remote>) -> Store {
-        let root = PathBuf::from(remote.display());
-        Store(Arc::new(Inner {
-            remote: Some(remote),
-            ..Inner::at(root)
-        }))
-    }
-
-    /// The remote backend, for an S3 store.
-    #[cfg(feature = "s3")]
-    pub(crate) fn remote(&self) -> Option<&Arc<remote::Remote>> {
-        self.0.remote.as_ref()
-    }
-
-    /// Whether this store is remote (an `s3://` location).
-    pub fn is_remote(&self) -> bool {
-        #[cfg(feature = "s3")]
-        return self.0.remote.is_some();
-        #[cfg(not(feature = "s3"))]
-        false
-    }
-
-    #[cfg(feature = "test-seams")]
-    fn with_seam(&self, seam: Seam) -> Store {
-        let i = &self.0;
-        Store(Arc::new(Inner {
-            seam,
-            #[cfg(feature = "s3")]
-            remote: i.remote.clone(),
-            ..Inner::at(i.root.clone())
-        }))
-    }
-
-    /// This store with a fault-injection plan (tests only: the
-    /// `test-seams` feature).
-    #[cfg(feature = "test-seams")]
-    pub fn with_faults(&self, plan: FaultPlan) -> Store {
-        let mut seam = self.0.seam.clone();
-        seam.faults = Some(plan);
-        self.with_seam(seam)
-    }
-
-    /// This store, recording every change into a crash model (tests only:
-    /// the `test-seams` feature).
-    #[cfg(feature = "test-seams")]
-    pub fn with_crash_model(&self, model: &CrashModel) -> Store {
-        let mut seam = self.0.seam.clone();
-        seam.crash = Some(model.clone());
-        self.with_seam(seam)
+        Ok(Local::at(root, Seam::default()))
     }
 
     pub(crate) fn seam(&self) -> &Seam {
         &self.0.seam
     }
 
-    /// The root directory (for an S3 store, its `s3://` URL).
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.0.root
     }
 
-    /// The directory of objects being written.
-    pub fn tmp_dir(&self) -> &Path {
+    pub(crate) fn tmp_dir(&self) -> &Path {
         &self.0.tmp
     }
 
-    /// The directory corrupt objects are moved to.
-    pub fn quarantine_dir(&self) -> &Path {
+    pub(crate) fn quarantine_dir(&self) -> &Path {
         &self.0.quarantine
     }
 
-    /// The directory holding the object shards.
-    pub fn objects_dir(&self) -> &Path {
+    pub(crate) fn objects_dir(&self) -> &Path {
         &self.0.objects
     }
 
-    /// Where an object of this id and encoding lives.
-    pub fn object_path(&self, id: &ContentId, encoding: Encoding) -> PathBuf {
-        #[cfg(feature = "s3")]
-        if let Some(r) = self.remote() {
-            return r.url_of(&r.object_key(id, encoding));
-        }
+    /// The file of an object of this id and encoding.
+    pub(crate) fn object_path(&self, id: &ContentId, encoding: Encoding) -> PathBuf {
         let hex = id.to_hex();
         let mut name = hex[2..].to_string();
         name.push_str(encoding.suffix());
         self.0.objects.join(&hex[..2]).join(name)
     }
 
-    /// The length of the longest object path, as a notice prints it.
-    pub fn max_path_len(&self) -> usize {
-        let id = ContentId::of(b"");
-        self.object_path(&id, Encoding::Zstd)
-            .to_string_lossy()
-            .len()
-    }
-
     /// Creates `dir` (0700) if needed and checks it is a real directory. A
     /// directory it creates is made durable in its parent at once: a name
     /// published inside it later is only durable if the directory is.
-    fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
+    pub(crate) fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
         match fs::DirBuilder::new().mode(0o700).create(dir) {
             Ok(()) => {
                 self.seam().record(Op::Mkdir(dir));
@@ -599,7 +471,7 @@ impl Store {
     }
 
     /// Creates a new private temp file in `tmp/`.
-    fn create_temp(&self) -> Result<(PathBuf, fs::File), StoreError> {
+    pub(crate) fn create_temp(&self) -> Result<(PathBuf, fs::File), StoreError> {
         self.ensure_base()?;
         self.ensure_dir(&self.0.tmp)?;
         loop {
@@ -633,50 +505,13 @@ impl Store {
         }
     }
 
-    /// Starts writing an object.
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError`] when the store directory or the temp file cannot be
-    /// created.
-    pub fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
-        ObjectWriter::new(self.clone(), opts)
-    }
-
-    /// Stores `bytes` in one call. When an object with this content already
-    /// exists (and verifies), nothing is written.
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError`] when the object cannot be written or published.
-    pub fn put(&self, bytes: &[u8], opts: WriteOptions) -> Result<StoredObject, StoreError> {
-        let id = ContentId::of(bytes);
-        #[cfg(feature = "s3")]
-        let hit = match self.remote() {
-            Some(r) => r.dedup_hit(&id, Some(bytes.len() as u64))?,
-            None => self.dedup_hit(&id)?,
-        };
-        #[cfg(not(feature = "s3"))]
-        let hit = self.dedup_hit(&id)?;
-        if let Some(hit) = hit {
-            return Ok(hit);
-        }
-        let mut w = self.writer(opts)?;
-        w.write_all(bytes)?;
-        w.finish()
-    }
-
     /// An existing, verified object of this id, with its mtime refreshed.
     ///
     /// Safe against a concurrent gc: the object is verified and touched
     /// through one open file, and only counts as a hit if its name still
     /// points at that file afterwards. gc, for its part, restores an object
-    /// whose mtime moved after gc started (see [`Store::gc`]).
+    /// whose mtime moved after gc started (see [`Store::gc`](super::Store::gc)).
     pub(crate) fn dedup_hit(&self, id: &ContentId) -> Result<Option<StoredObject>, StoreError> {
-        #[cfg(feature = "s3")]
-        if let Some(r) = self.remote() {
-            return r.dedup_hit(id, None);
-        }
         for encoding in Encoding::ALL {
             let path = self.object_path(id, encoding);
             let file = match open_regular(self.root(), &path) {
@@ -724,6 +559,235 @@ impl Store {
             }));
         }
         Ok(None)
+    }
+}
+
+impl Backend for Local {
+    fn location(&self) -> &Location {
+        &self.0.location
+    }
+
+    fn object_location(&self, id: &ContentId, encoding: Encoding) -> PathBuf {
+        self.object_path(id, encoding)
+    }
+
+    fn locate(&self, id: &ContentId) -> Result<(PathBuf, Encoding), StoreError> {
+        Local::locate(self, id)
+    }
+
+    fn resolve_prefix(&self, prefix: &IdPrefix) -> Result<ContentId, StoreError> {
+        Local::resolve_prefix(self, prefix)
+    }
+
+    fn scan_good(
+        &self,
+        id: &ContentId,
+        f: &mut dyn FnMut(Option<&[u8]>),
+    ) -> Result<StoredObject, StoreError> {
+        Local::scan_good(self, id, f)
+    }
+
+    fn rescan(
+        &self,
+        id: &ContentId,
+        found: &StoredObject,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<StoredObject, StoreError> {
+        self.scan(id, &found.path, found.encoding, f)
+    }
+
+    fn list(&self) -> Result<Vec<StoredObject>, StoreError> {
+        Local::list(self)
+    }
+
+    fn dedup_hit(
+        &self,
+        id: &ContentId,
+        _bytes: Option<u64>,
+    ) -> Result<Option<StoredObject>, StoreError> {
+        Local::dedup_hit(self, id)
+    }
+
+    fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
+        ObjectWriter::local(self.clone(), opts)
+    }
+
+    fn clean_temp(&self, grace: std::time::Duration) -> Result<usize, StoreError> {
+        Local::clean_temp(self, grace)
+    }
+
+    fn verify_all(
+        &self,
+        temp_grace: std::time::Duration,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<VerifyReport, StoreError> {
+        Local::verify_all(self, temp_grace, progress)
+    }
+
+    fn gc(
+        &self,
+        opts: &GcOptions,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<GcReport, StoreError> {
+        Local::gc(self, opts, progress)
+    }
+
+    fn stats(&self) -> Result<Stats, StoreError> {
+        Local::stats(self)
+    }
+
+    #[cfg(any(test, feature = "test-seams"))]
+    fn as_local(&self) -> Option<&Local> {
+        Some(self)
+    }
+}
+
+/// A handle on a store: a local directory, or (the `s3` feature) a bucket
+/// and prefix of S3-compatible object storage. Cheap to clone; safe to
+/// share between threads and between processes (every operation is atomic
+/// where the objects live).
+///
+/// # Examples
+///
+/// ```
+/// use spillway::{Durability, Selection, Store, WriteOptions};
+/// let dir = tempfile::tempdir().unwrap();
+/// let store = Store::open(dir.path().join("spill")).unwrap();
+/// let opts = WriteOptions::raw().durability(Durability::Relaxed);
+/// let stored = store.put(b"one\ntwo\n", opts).unwrap();
+/// assert_eq!(store.read(&stored.id, &Selection::All).unwrap(), b"one\ntwo\n");
+/// ```
+#[derive(Clone, Debug)]
+pub struct Store(Arc<dyn Backend>);
+
+pub(crate) fn now_nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+impl Store {
+    /// A store rooted at `root`. Nothing is created until the first write, so
+    /// opening never fails on a read-only or missing directory; writes and
+    /// reads report problems then.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Io`] when the current directory is needed to make `root`
+    /// absolute and cannot be read.
+    pub fn open(root: impl AsRef<Path>) -> Result<Store, StoreError> {
+        Ok(Store(Arc::new(Local::open(root.as_ref())?)))
+    }
+
+    /// The store a location names: `s3://BUCKET/PREFIX` for S3-compatible
+    /// object storage (the `s3` feature), anything else a directory as for
+    /// [`Store::open`].
+    ///
+    /// An S3 store reads its endpoint, region and credentials from the
+    /// standard AWS variables and files: `AWS_ENDPOINT_URL` (or
+    /// `AWS_ENDPOINT_URL_S3`), `AWS_REGION` (or `AWS_DEFAULT_REGION`),
+    /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
+    /// `AWS_PROFILE` with `~/.aws/credentials` and `~/.aws/config`. Plain
+    /// HTTP is allowed only for an endpoint on this machine or with
+    /// `AWS_ALLOW_HTTP=true`. Its local cache of verified objects is
+    /// `SPILLWAY_S3_CACHE` (default `~/.cache/spillway/s3`), bounded by
+    /// `SPILLWAY_S3_CACHE_BYTES` (default 1 GiB). Nothing is sent until the
+    /// first operation.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Config`] for a malformed URL, a setting that is
+    /// missing or wrong (the message names it), or an `s3://` location in a
+    /// build without the `s3` feature.
+    pub fn open_url(location: &str) -> Result<Store, StoreError> {
+        if location.starts_with("s3://") {
+            #[cfg(feature = "s3")]
+            return remote::open_location(location);
+            #[cfg(not(feature = "s3"))]
+            return Err(StoreError::Config {
+                reason: format!(
+                    "{location}: this build of spillway has no S3 support (the `s3` cargo feature)"
+                ),
+            });
+        }
+        Store::open(location)
+    }
+
+    pub(crate) fn backend(&self) -> &dyn Backend {
+        &*self.0
+    }
+
+    /// Where the store is: its directory, or its bucket and prefix.
+    pub fn location(&self) -> &Location {
+        self.0.location()
+    }
+
+    /// Whether this store is remote (an `s3://` location).
+    pub fn is_remote(&self) -> bool {
+        self.location().is_remote()
+    }
+
+    /// This store with a fault-injection plan (tests only: the
+    /// `test-seams` feature). A remote store is returned as it is.
+    #[cfg(feature = "test-seams")]
+    pub fn with_faults(&self, plan: FaultPlan) -> Store {
+        match self.0.as_local() {
+            Some(l) => {
+                let mut seam = l.seam().clone();
+                seam.faults = Some(plan);
+                Store(Arc::new(Local::at(l.root().to_path_buf(), seam)))
+            }
+            None => self.clone(),
+        }
+    }
+
+    /// This store, recording every change into a crash model (tests only:
+    /// the `test-seams` feature). A remote store is returned as it is.
+    #[cfg(feature = "test-seams")]
+    pub fn with_crash_model(&self, model: &CrashModel) -> Store {
+        match self.0.as_local() {
+            Some(l) => {
+                let mut seam = l.seam().clone();
+                seam.crash = Some(model.clone());
+                Store(Arc::new(Local::at(l.root().to_path_buf(), seam)))
+            }
+            None => self.clone(),
+        }
+    }
+
+    /// The length of the longest object location, as a notice prints it.
+    pub(crate) fn max_path_len(&self) -> usize {
+        let id = ContentId::of(b"");
+        self.0
+            .object_location(&id, Encoding::Zstd)
+            .to_string_lossy()
+            .len()
+    }
+
+    /// Starts writing an object.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the store directory or the temp file cannot be
+    /// created.
+    pub fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
+        self.0.writer(opts)
+    }
+
+    /// Stores `bytes` in one call. When an object with this content already
+    /// exists (and verifies), nothing is written.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] when the object cannot be written or published.
+    pub fn put(&self, bytes: &[u8], opts: WriteOptions) -> Result<StoredObject, StoreError> {
+        let id = ContentId::of(bytes);
+        if let Some(hit) = self.0.dedup_hit(&id, Some(bytes.len() as u64))? {
+            return Ok(hit);
+        }
+        let mut w = self.writer(opts)?;
+        w.write_all(bytes)?;
+        w.finish()
     }
 }
 

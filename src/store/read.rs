@@ -8,7 +8,8 @@ use std::str::FromStr;
 
 use super::write::{parse_trailer, TRAILER_LEN};
 use super::{
-    open_regular, ContentId, Encoding, IdPrefix, Store, StoreError, StoredObject, ZSTD_SUFFIX,
+    open_regular, ContentId, Encoding, IdPrefix, Local, Store, StoreError, StoredObject,
+    ZSTD_SUFFIX,
 };
 
 const READ_CHUNK: usize = 1 << 20;
@@ -228,22 +229,7 @@ impl Store {
     /// [`StoreError::NotFound`], or [`StoreError::Symlink`] /
     /// [`StoreError::WrongKind`] for a hostile object path.
     pub fn locate(&self, id: &ContentId) -> Result<(PathBuf, Encoding), StoreError> {
-        #[cfg(feature = "s3")]
-        if let Some(r) = self.remote() {
-            return r.locate(id);
-        }
-        for encoding in Encoding::ALL {
-            let path = self.object_path(id, encoding);
-            match fs::symlink_metadata(&path) {
-                Ok(m) if m.file_type().is_symlink() => {
-                    return Err(StoreError::Symlink { path });
-                }
-                Ok(_) => return Ok((path, encoding)),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(StoreError::io("inspect", &path)(e)),
-            }
-        }
-        Err(StoreError::NotFound { id: id.to_string() })
+        self.backend().locate(id)
     }
 
     /// The one object whose id starts with `prefix`.
@@ -255,32 +241,7 @@ impl Store {
         if let Some(id) = prefix.full() {
             return self.locate(&id).map(|_| id);
         }
-        #[cfg(feature = "s3")]
-        if let Some(r) = self.remote() {
-            return r.resolve(prefix);
-        }
-        let hex = prefix.hex();
-        let shard = self.objects_dir().join(&hex[..2]);
-        let entries = match fs::read_dir(&shard) {
-            Ok(e) => e,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(StoreError::NotFound {
-                    id: prefix.to_string(),
-                })
-            }
-            Err(e) => return Err(StoreError::io("list", &shard)(e)),
-        };
-        let mut ids = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(StoreError::io("list", &shard))?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            let rest = name.strip_suffix(ZSTD_SUFFIX).unwrap_or(name);
-            if let Ok(id) = ContentId::from_hex(&format!("{}{rest}", &hex[..2])) {
-                ids.push(id);
-            }
-        }
-        one_match(prefix, ids.into_iter())
+        self.backend().resolve_prefix(prefix)
     }
 
     /// Reads part or all of an object. The whole object is always hashed and
@@ -363,10 +324,6 @@ impl Store {
         out: &mut dyn io::Write,
     ) -> Result<ReadReport, StoreError> {
         const HOLD: usize = 8 << 20;
-        #[cfg(feature = "s3")]
-        if let Some(r) = self.remote() {
-            return r.with_cache(id, &mut |cache| cache.read_into(id, sel, out));
-        }
         let FirstPass { held, report, info } = self.first_pass(id, sel, HOLD)?;
         let write_err = |e: io::Error| StoreError::Io {
             op: "write output",
@@ -382,7 +339,7 @@ impl Store {
         let mut streamer = Selector::new(*sel);
         let mut written = 0u64;
         let mut failed = None;
-        self.scan(id, &info.path, info.encoding, &mut |chunk| {
+        self.backend().rescan(id, &info, &mut |chunk| {
             if failed.is_some() {
                 return;
             }
@@ -408,11 +365,80 @@ impl Store {
         id: &ContentId,
         f: &mut dyn FnMut(Option<&[u8]>),
     ) -> Result<StoredObject, StoreError> {
-        let mut first_error = None;
-        #[cfg(feature = "s3")]
-        if let Some(r) = self.remote() {
-            return r.scan_good(id, f);
+        self.backend().scan_good(id, f)
+    }
+
+    /// Re-hashes an object and checks it against its id.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Corrupt`] and the errors of [`Store::locate`].
+    pub fn verify(&self, id: &ContentId) -> Result<StoredObject, StoreError> {
+        self.scan_good(id, &mut |_| {})
+    }
+
+    /// Every object in the store, without reading their contents. Files
+    /// that are not objects are skipped.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error listing a directory. A store that does not exist yet is
+    /// empty, not an error.
+    pub fn list(&self) -> Result<Vec<StoredObject>, StoreError> {
+        self.backend().list()
+    }
+}
+
+impl Local {
+    /// [`Store::locate`] in the directory: a link at an object's name is an
+    /// error, never followed.
+    pub(crate) fn locate(&self, id: &ContentId) -> Result<(PathBuf, Encoding), StoreError> {
+        for encoding in Encoding::ALL {
+            let path = self.object_path(id, encoding);
+            match fs::symlink_metadata(&path) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(StoreError::Symlink { path });
+                }
+                Ok(_) => return Ok((path, encoding)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io("inspect", &path)(e)),
+            }
         }
+        Err(StoreError::NotFound { id: id.to_string() })
+    }
+
+    /// [`Store::resolve`] for a prefix shorter than an id: its shard listed.
+    pub(crate) fn resolve_prefix(&self, prefix: &IdPrefix) -> Result<ContentId, StoreError> {
+        let hex = prefix.hex();
+        let shard = self.objects_dir().join(&hex[..2]);
+        let entries = match fs::read_dir(&shard) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(StoreError::NotFound {
+                    id: prefix.to_string(),
+                })
+            }
+            Err(e) => return Err(StoreError::io("list", &shard)(e)),
+        };
+        let mut ids = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(StoreError::io("list", &shard))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let rest = name.strip_suffix(ZSTD_SUFFIX).unwrap_or(name);
+            if let Ok(id) = ContentId::from_hex(&format!("{}{rest}", &hex[..2])) {
+                ids.push(id);
+            }
+        }
+        one_match(prefix, ids.into_iter())
+    }
+
+    pub(crate) fn scan_good(
+        &self,
+        id: &ContentId,
+        f: &mut dyn FnMut(Option<&[u8]>),
+    ) -> Result<StoredObject, StoreError> {
+        let mut first_error = None;
         for encoding in Encoding::ALL {
             let path = self.object_path(id, encoding);
             match self.scan(id, &path, encoding, &mut |chunk| f(Some(chunk))) {
@@ -437,18 +463,9 @@ impl Store {
         self.scan(id, path, encoding, &mut |_| {})
     }
 
-    /// Re-hashes an object and checks it against its id.
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError::Corrupt`] and the errors of [`Store::locate`].
-    pub fn verify(&self, id: &ContentId) -> Result<StoredObject, StoreError> {
-        self.scan_good(id, &mut |_| {})
-    }
-
     /// Streams an object's bytes through `f`, then checks the hash (and for
     /// zstd objects the recorded size).
-    fn scan(
+    pub(crate) fn scan(
         &self,
         id: &ContentId,
         path: &Path,
@@ -548,18 +565,8 @@ impl Store {
         })
     }
 
-    /// Every object in the store, without reading their contents. Files
-    /// that are not objects are skipped.
-    ///
-    /// # Errors
-    ///
-    /// An I/O error listing a directory. A store that does not exist yet is
-    /// empty, not an error.
-    pub fn list(&self) -> Result<Vec<StoredObject>, StoreError> {
-        #[cfg(feature = "s3")]
-        if let Some(r) = self.remote() {
-            return Ok(r.list_objects()?.into_iter().map(|(o, _)| o).collect());
-        }
+    /// [`Store::list`] of the directory.
+    pub(crate) fn list(&self) -> Result<Vec<StoredObject>, StoreError> {
         let mut out = Vec::new();
         if !self.real_dirs_exist()? {
             return Ok(out);
@@ -701,7 +708,7 @@ fn check_range(id: &ContentId, sel: &Selection, size: &ReadReport) -> Result<(),
     }
 }
 
-impl Store {
+impl Local {
     /// Whether the root, `v1` and `v1/objects` exist, each a real directory.
     /// A store that does not exist yet is empty.
     ///

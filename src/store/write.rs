@@ -3,12 +3,10 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-#[cfg(feature = "s3")]
-use std::sync::Arc;
 
 use super::seam::{FaultPoint, Op, Seam};
 use super::{
-    same_file, ContentId, Durability, Encoding, Store, StoreError, StoredObject, WriteOptions,
+    same_file, ContentId, Durability, Encoding, Local, StoreError, StoredObject, WriteOptions,
 };
 use crate::sys;
 
@@ -176,7 +174,9 @@ fn zstd_workers() -> u32 {
 ///
 /// Dropping a writer without finishing removes its temp file.
 pub struct ObjectWriter {
-    store: Store,
+    /// The local store the temp file is published into (`None` for an
+    /// upload, which publishes itself).
+    local: Option<Local>,
     /// The local temp file (`None` for an upload).
     temp: Option<TempFile>,
     /// The temp file's path or the upload's temporary key, for errors.
@@ -199,26 +199,28 @@ impl std::fmt::Debug for ObjectWriter {
 }
 
 impl ObjectWriter {
-    pub(crate) fn new(store: Store, opts: WriteOptions) -> Result<Self, StoreError> {
-        #[cfg(feature = "s3")]
-        if let Some(remote) = store.remote() {
-            let upload = super::remote::Upload::new(Arc::clone(remote));
-            let label = upload.label();
-            let out = Out::Upload(upload);
-            return Ok(ObjectWriter {
-                store,
-                temp: None,
-                label,
-                sink: Some(match opts.encoding() {
-                    Encoding::Raw => Sink::Raw(out),
-                    Encoding::Zstd => Sink::Undecided(out),
-                }),
-                hasher: blake3::Hasher::new(),
-                block: Vec::new(),
-                bytes: 0,
-                opts,
-            });
+    /// A writer whose bytes upload to S3 as they come.
+    #[cfg(feature = "s3")]
+    pub(crate) fn upload(upload: super::remote::Upload, opts: WriteOptions) -> Self {
+        let label = upload.label();
+        let out = Out::Upload(upload);
+        ObjectWriter {
+            local: None,
+            temp: None,
+            label,
+            sink: Some(match opts.encoding() {
+                Encoding::Raw => Sink::Raw(out),
+                Encoding::Zstd => Sink::Undecided(out),
+            }),
+            hasher: blake3::Hasher::new(),
+            block: Vec::new(),
+            bytes: 0,
+            opts,
         }
+    }
+
+    /// A writer into a private temp file of a local store.
+    pub(crate) fn local(store: Local, opts: WriteOptions) -> Result<Self, StoreError> {
         let (path, file) = store.create_temp()?;
         let seam = store.seam().clone();
         let temp = TempFile {
@@ -239,7 +241,7 @@ impl ObjectWriter {
             Encoding::Zstd => Sink::Undecided(file),
         };
         Ok(ObjectWriter {
-            store,
+            local: Some(store),
             temp: Some(temp),
             label: path,
             sink: Some(sink),
@@ -458,18 +460,15 @@ impl ObjectWriter {
         stored_bytes: u64,
         file: fs::File,
     ) -> Result<StoredObject, StoreError> {
-        let Some(mut temp) = self.temp.take() else {
+        let (Some(mut temp), Some(store)) = (self.temp.take(), self.local.clone()) else {
             return Err(after_failure(&self.label));
         };
-        if let Some(hit) = self.store.dedup_hit(&id)? {
+        if let Some(hit) = store.dedup_hit(&id)? {
             return Ok(hit);
         }
-        let dest = self.store.object_path(&id, self.opts.encoding());
-        let shard = dest
-            .parent()
-            .unwrap_or(self.store.objects_dir())
-            .to_path_buf();
-        self.store.ensure_dir(&shard)?;
+        let dest = store.object_path(&id, self.opts.encoding());
+        let shard = dest.parent().unwrap_or(store.objects_dir()).to_path_buf();
+        store.ensure_dir(&shard)?;
         let stored = StoredObject {
             id,
             path: dest.clone(),
@@ -480,7 +479,7 @@ impl ObjectWriter {
             dedup: false,
             modified: None,
         };
-        let seam = self.store.seam().clone();
+        let seam = store.seam().clone();
         let link = |from: &Path, to: &Path| {
             seam.check(FaultPoint::Publish)?;
             publish_no_clobber(from, to, &seam)
@@ -499,7 +498,7 @@ impl ObjectWriter {
                     match link(&temp.path, &dest) {
                         Ok(()) => {}
                         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                            if let Some(hit) = self.store.dedup_hit(&id)? {
+                            if let Some(hit) = store.dedup_hit(&id)? {
                                 return Ok(hit);
                             }
                         }
@@ -510,7 +509,7 @@ impl ObjectWriter {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 // Another writer published the same content first; keep
                 // theirs if it is sound, replace it if not.
-                if let Some(hit) = self.store.dedup_hit(&id)? {
+                if let Some(hit) = store.dedup_hit(&id)? {
                     return Ok(hit);
                 }
                 seam.check(FaultPoint::Publish)
@@ -527,7 +526,7 @@ impl ObjectWriter {
                 .map_err(StoreError::io("remove temp file", &path))?;
         }
         if self.opts.durability_mode() == Durability::Durable {
-            self.store.sync_dir(&shard)?;
+            store.sync_dir(&shard)?;
         }
         Ok(stored)
     }

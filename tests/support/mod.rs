@@ -7,6 +7,8 @@ pub mod oracle;
 #[allow(unused_imports)]
 pub use gen::tool_output;
 
+use std::path::{Path, PathBuf};
+
 use spillway::{Compression, ContentId, Durability, Outcome, Policy, Render, Spiller, Store};
 
 /// A fresh store in a temp dir (kept alive by the returned guard).
@@ -18,7 +20,37 @@ pub fn temp_store() -> (tempfile::TempDir, Store) {
 
 /// The smallest budget a policy accepts with this store's paths.
 pub fn min_budget(store: &Store) -> usize {
-    Policy::default().notice_bound(store.max_path_len()).0 + 2
+    spillway::Spiller::new(Policy::default(), store.clone())
+        .expect("the default policy fits any store")
+        .min_budget()
+}
+
+/// The directory of a local store.
+pub fn store_dir(store: &Store) -> &Path {
+    store.location().as_dir().expect("a local store")
+}
+
+/// An object's file in a local store, by the layout the store documents:
+/// `v1/objects/<h0h1>/<h2…h63>[.zst]`.
+pub fn object_file(store: &Store, id: &ContentId, encoding: spillway::Encoding) -> PathBuf {
+    let hex = id.to_hex();
+    let suffix = match encoding {
+        spillway::Encoding::Zstd => ".zst",
+        _ => "",
+    };
+    objects_dir(store)
+        .join(&hex[..2])
+        .join(format!("{}{suffix}", &hex[2..]))
+}
+
+/// The objects directory of a local store, `v1/objects`.
+pub fn objects_dir(store: &Store) -> PathBuf {
+    store_dir(store).join("v1").join("objects")
+}
+
+/// The temporary files' directory of a local store, `v1/tmp`.
+pub fn tmp_dir(store: &Store) -> PathBuf {
+    store_dir(store).join("v1").join("tmp")
 }
 
 pub fn policy(
@@ -56,7 +88,7 @@ pub fn apply_chunked(spiller: &Spiller, input: &[u8], sizes: &[usize]) -> Outcom
 pub fn expected(input: &[u8], policy: &Policy, store: &Store) -> oracle::Expected {
     let stored = (input.len() as u64).min(policy.max_spill_bytes()) as usize;
     let id = ContentId::of(&input[..stored]);
-    let path = store.object_path(&id, policy.compression().encoding());
+    let path = object_file(store, &id, policy.compression().encoding());
     let id_text = id.to_string();
     let path_text = path.to_string_lossy().into_owned();
     oracle::expected(

@@ -150,7 +150,7 @@ impl NativeStore {
     /// The store's directory.
     #[napi(getter)]
     pub fn root(&self) -> String {
-        self.inner.root().to_string_lossy().into_owned()
+        self.inner.location().to_string()
     }
 
     fn task(&self, op: Op) -> AsyncTask<StoreTask> {

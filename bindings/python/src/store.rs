@@ -56,7 +56,7 @@ impl Store {
     /// fold the URL's `//`).
     #[getter]
     fn root(&self) -> String {
-        self.inner.root().to_string_lossy().into_owned()
+        self.inner.location().to_string()
     }
 
     /// The full id of the one object whose id starts with `prefix`.

@@ -364,7 +364,7 @@ fn grep(eff: &Effective, store: &Store, args: GrepArgs) -> Result<i32> {
     if eff.names_store() {
         again.push_str(&format!(
             "--store {} ",
-            spillway::notice::shell_quote(&store.root().to_string_lossy())
+            spillway::notice::shell_quote(&store.location().to_string())
         ));
     }
     again.push_str(&format!(

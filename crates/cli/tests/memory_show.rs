@@ -86,7 +86,7 @@ fn show_streams_large_objects_and_refuses_bombs_in_bounded_memory() {
     bomb.extend_from_slice(&(300 * MIB as u64).to_le_bytes());
     assert!(bomb.len() < 64 * 1024);
     let victim = ContentId::of(b"not the bomb's content");
-    let path = store.object_path(&victim, Encoding::Zstd);
+    let path = support::object_file(&store, &victim, Encoding::Zstd);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, &bomb).unwrap();
 

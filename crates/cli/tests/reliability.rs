@@ -16,7 +16,7 @@ use serde_json::Value;
 use spillway::{Compression, Durability, Selection, Store};
 
 fn tmp_entries(store: &Store) -> usize {
-    std::fs::read_dir(store.tmp_dir()).map_or(0, |d| d.count())
+    std::fs::read_dir(support::tmp_dir(store)).map_or(0, |d| d.count())
 }
 
 fn bin() -> Command {

@@ -15,7 +15,7 @@ use crate::store::maintain::{
 };
 use crate::store::read::one_match;
 use crate::store::{
-    ContentId, Encoding, IdPrefix, Store, StoreError, StoredObject, DEFAULT_TEMP_GRACE, ZSTD_SUFFIX,
+    ContentId, Encoding, IdPrefix, Local, StoreError, StoredObject, DEFAULT_TEMP_GRACE, ZSTD_SUFFIX,
 };
 
 /// How many trailers a listing reads at once.
@@ -28,7 +28,7 @@ impl Remote {
     pub(crate) fn with_cache<T>(
         &self,
         id: &ContentId,
-        f: &mut dyn FnMut(&Store) -> Result<T, StoreError>,
+        f: &mut dyn FnMut(&Local) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         match self.cache.locate(id) {
             Ok((path, _)) => {

@@ -55,7 +55,10 @@ use object_store::{
 pub(crate) use location::{connection, Credentials, Env, ProcessEnv, S3Url};
 pub(crate) use upload::Upload;
 
-use super::{ContentId, Encoding, Store, StoreError, StoreErrorKind, StoredObject};
+use super::{
+    Backend, ContentId, Encoding, GcOptions, GcReport, IdPrefix, Local, Location, ObjectWriter,
+    Stats, Store, StoreError, StoreErrorKind, StoredObject, VerifyReport, WriteOptions,
+};
 
 /// The default bound on the local cache of verified objects: 1 GiB.
 pub const DEFAULT_CACHE_BYTES: u64 = 1 << 30;
@@ -63,6 +66,7 @@ pub const DEFAULT_CACHE_BYTES: u64 = 1 << 30;
 /// A bucket and prefix, the client that reaches them, and the local cache.
 pub(crate) struct Remote {
     url: S3Url,
+    location: Location,
     client: Arc<dyn ObjectStore>,
     /// The same client, for what only S3 has (multipart listings).
     s3: Arc<object_store::aws::AmazonS3>,
@@ -71,7 +75,8 @@ pub(crate) struct Remote {
     client_options: ClientOptions,
     /// Always `Some` until the store is dropped.
     rt: Option<tokio::runtime::Runtime>,
-    cache: Store,
+    /// A private local store of verified copies.
+    cache: Local,
     cache_bytes: u64,
     counter: AtomicU64,
 }
@@ -171,6 +176,10 @@ impl Remote {
             .map_err(|e| config(format!("start the S3 client's runtime: {e}")))?;
         let s3 = Arc::new(client);
         Ok(Remote {
+            location: Location::S3 {
+                bucket: url.bucket.clone(),
+                prefix: url.prefix.clone(),
+            },
             url,
             client: s3.clone(),
             s3,
@@ -178,7 +187,7 @@ impl Remote {
             region: conn.region.clone(),
             client_options,
             rt: Some(rt),
-            cache: Store::open(cache_dir)?,
+            cache: Local::open(&cache_dir)?,
             cache_bytes,
             counter: AtomicU64::new(0),
         })
@@ -506,7 +515,93 @@ fn cache_settings(
 /// Opens the store a location names: `s3://BUCKET/PREFIX`, or a directory.
 pub(crate) fn open_location(location: &str) -> Result<Store, StoreError> {
     let remote = Remote::open(location, &ProcessEnv)?;
-    Ok(Store::with_remote(Arc::new(remote)))
+    Ok(Store(Arc::new(S3Backend(Arc::new(remote)))))
+}
+
+/// The S3 backend of a [`Store`]: the remote, shared with the uploads in
+/// flight.
+#[derive(Debug)]
+pub(crate) struct S3Backend(Arc<Remote>);
+
+impl Backend for S3Backend {
+    fn location(&self) -> &Location {
+        &self.0.location
+    }
+
+    fn object_location(&self, id: &ContentId, encoding: Encoding) -> PathBuf {
+        self.0.url_of(&self.0.object_key(id, encoding))
+    }
+
+    fn locate(&self, id: &ContentId) -> Result<(PathBuf, Encoding), StoreError> {
+        self.0.locate(id)
+    }
+
+    fn resolve_prefix(&self, prefix: &IdPrefix) -> Result<ContentId, StoreError> {
+        self.0.resolve(prefix)
+    }
+
+    fn scan_good(
+        &self,
+        id: &ContentId,
+        f: &mut dyn FnMut(Option<&[u8]>),
+    ) -> Result<StoredObject, StoreError> {
+        self.0.scan_good(id, f)
+    }
+
+    fn rescan(
+        &self,
+        id: &ContentId,
+        _found: &StoredObject,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<StoredObject, StoreError> {
+        // The cached copy, which `scan_good` verified; checked again.
+        let mut info = self.0.with_cache(id, &mut |cache| {
+            let (path, encoding) = cache.locate(id)?;
+            cache.scan(id, &path, encoding, f)
+        })?;
+        info.path = self.object_location(id, info.encoding);
+        Ok(info)
+    }
+
+    fn list(&self) -> Result<Vec<StoredObject>, StoreError> {
+        Ok(self.0.list_objects()?.into_iter().map(|(o, _)| o).collect())
+    }
+
+    fn dedup_hit(
+        &self,
+        id: &ContentId,
+        bytes: Option<u64>,
+    ) -> Result<Option<StoredObject>, StoreError> {
+        self.0.dedup_hit(id, bytes)
+    }
+
+    fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
+        Ok(ObjectWriter::upload(Upload::new(Arc::clone(&self.0)), opts))
+    }
+
+    fn clean_temp(&self, grace: Duration) -> Result<usize, StoreError> {
+        self.0.clean_temp(grace)
+    }
+
+    fn verify_all(
+        &self,
+        temp_grace: Duration,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<VerifyReport, StoreError> {
+        self.0.verify_all(temp_grace, progress)
+    }
+
+    fn gc(
+        &self,
+        opts: &GcOptions,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<GcReport, StoreError> {
+        self.0.gc(opts, progress)
+    }
+
+    fn stats(&self) -> Result<Stats, StoreError> {
+        self.0.stats()
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,139 @@
+//! The seam between a [`Store`](super::Store) and where its objects live.
+//!
+//! A store is a handle on one backend: a local directory ([`Local`]), or,
+//! with the `s3` feature, a bucket and prefix of S3-compatible object
+//! storage. Everything that reads an object's bytes (ranges, grep, JSON
+//! Pointer reads, verify) is written once, in the store, over
+//! [`Backend::scan_good`]; a backend provides only what differs: where an
+//! object is, how its bytes stream past, how one is written and published,
+//! and how the whole store is listed and kept.
+//!
+//! The conformance suite (`tests/conformance.rs`) runs the same checks
+//! against every backend.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{
+    ContentId, Encoding, GcOptions, GcReport, IdPrefix, ObjectWriter, Stats, StoreError,
+    StoredObject, VerifyReport, WriteOptions,
+};
+
+/// Where a store is: a directory, or a bucket and prefix of S3-compatible
+/// object storage.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Location {
+    /// A local directory (absolute).
+    Dir(PathBuf),
+    /// A bucket and a key prefix (without slashes at either end; empty for
+    /// the bucket's root).
+    S3 {
+        /// The bucket's name.
+        bucket: String,
+        /// The prefix every key of the store starts with.
+        prefix: String,
+    },
+}
+
+impl Location {
+    /// The directory, for a local store.
+    pub fn as_dir(&self) -> Option<&std::path::Path> {
+        match self {
+            Location::Dir(d) => Some(d),
+            Location::S3 { .. } => None,
+        }
+    }
+
+    /// Whether the store is remote.
+    pub fn is_remote(&self) -> bool {
+        !matches!(self, Location::Dir(_))
+    }
+}
+
+impl fmt::Display for Location {
+    /// The directory's path, or `s3://BUCKET[/PREFIX]`: what a read hint
+    /// names with `--store`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Dir(d) => write!(f, "{}", d.display()),
+            Location::S3 { bucket, prefix } if prefix.is_empty() => write!(f, "s3://{bucket}"),
+            Location::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
+        }
+    }
+}
+
+/// What a backend provides. Every operation has the meaning, the errors
+/// and the crash guarantees of the [`Store`](super::Store) method of the
+/// same name; the store adds what is the same everywhere.
+pub(crate) trait Backend: Send + Sync + fmt::Debug {
+    /// Where the store is.
+    fn location(&self) -> &Location;
+
+    /// Where an object of this id and encoding is, as a notice or a
+    /// listing prints it: its file, or its `s3://` URL.
+    fn object_location(&self, id: &ContentId, encoding: Encoding) -> PathBuf;
+
+    /// The object of this id: its location and encoding.
+    fn locate(&self, id: &ContentId) -> Result<(PathBuf, Encoding), StoreError>;
+
+    /// The one object whose id starts with `prefix` (not a full id).
+    fn resolve_prefix(&self, prefix: &IdPrefix) -> Result<ContentId, StoreError>;
+
+    /// Streams the one good object of this id through `f`, checked against
+    /// its id; `f(None)` says to forget what a bad copy gave so far.
+    fn scan_good(
+        &self,
+        id: &ContentId,
+        f: &mut dyn FnMut(Option<&[u8]>),
+    ) -> Result<StoredObject, StoreError>;
+
+    /// Streams the copy `scan_good` found (`found`) again, checked again.
+    fn rescan(
+        &self,
+        id: &ContentId,
+        found: &StoredObject,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<StoredObject, StoreError>;
+
+    /// Every object, without reading its contents.
+    fn list(&self) -> Result<Vec<StoredObject>, StoreError>;
+
+    /// An existing object of this id that can be reused (`bytes`: the
+    /// content's length when the caller knows it), marked used.
+    fn dedup_hit(
+        &self,
+        id: &ContentId,
+        bytes: Option<u64>,
+    ) -> Result<Option<StoredObject>, StoreError>;
+
+    /// Starts writing an object.
+    fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError>;
+
+    /// Removes what dead writers left, older than `grace`.
+    fn clean_temp(&self, grace: Duration) -> Result<usize, StoreError>;
+
+    /// Re-hashes every object and sets corrupt ones aside.
+    fn verify_all(
+        &self,
+        temp_grace: Duration,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<VerifyReport, StoreError>;
+
+    /// Removes objects by age and quota.
+    fn gc(
+        &self,
+        opts: &GcOptions,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<GcReport, StoreError>;
+
+    /// Totals over the store.
+    fn stats(&self) -> Result<Stats, StoreError>;
+
+    /// The local backend, for the test seams that only it has.
+    #[cfg(any(test, feature = "test-seams"))]
+    fn as_local(&self) -> Option<&super::Local> {
+        None
+    }
+}
