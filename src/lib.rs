@@ -81,3 +81,7 @@ pub use store::{
     StoredObject, VerifyReport, WriteOptions,
 };
 pub use units::{ByteSize, HumanDuration, ParseUnitError};
+
+pub use store::Location;
+#[cfg(feature = "s3")]
+pub use store::S3Options;

@@ -80,6 +80,8 @@ pub use maintain::{
 };
 pub use object::{Durability, Encoding, StoredObject, WriteOptions};
 pub use read::{ByteRange, LineRange, RangeError, ReadReport, Selection};
+#[cfg(feature = "s3")]
+pub use remote::S3Options;
 #[cfg(feature = "test-seams")]
 pub use seam::FaultPlan;
 pub use seam::FaultPoint;
@@ -711,6 +713,18 @@ impl Store {
             });
         }
         Store::open(location)
+    }
+
+    /// The S3 store `opts` describe, configured in code (see
+    /// [`S3Options`]). Nothing is sent until the first operation.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Config`] for a setting that is missing or wrong (the
+    /// message names it).
+    #[cfg(feature = "s3")]
+    pub fn open_s3(opts: &S3Options) -> Result<Store, StoreError> {
+        remote::open(opts)
     }
 
     pub(crate) fn backend(&self) -> &dyn Backend {

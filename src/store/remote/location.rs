@@ -90,6 +90,8 @@ pub(crate) enum Credentials {
     /// The client finds them itself: a web identity token or a container
     /// credentials endpoint named in the environment.
     Ambient,
+    /// A session token given without keys (refused when the store opens).
+    TokenOnly(String),
 }
 
 /// What a lookup reads: environment variables and files. A seam so tests
@@ -281,7 +283,7 @@ fn shown(p: &Option<PathBuf>) -> String {
 }
 
 /// Whether `host[:port][/…]` names this machine.
-fn is_loopback(rest: &str) -> bool {
+pub(crate) fn is_loopback(rest: &str) -> bool {
     let authority = rest.split('/').next().unwrap_or("");
     let host = if let Some(v6) = authority.strip_prefix('[') {
         v6.split(']').next().unwrap_or("")

@@ -36,6 +36,7 @@
 
 mod location;
 mod maintain;
+mod options;
 mod upload;
 mod uploads;
 
@@ -52,7 +53,8 @@ use object_store::{
     PutOptions, PutPayload, RetryConfig,
 };
 
-pub(crate) use location::{connection, Credentials, Env, ProcessEnv, S3Url};
+pub(crate) use location::{Connection, Credentials, S3Url};
+pub use options::S3Options;
 pub(crate) use upload::Upload;
 
 use super::{
@@ -68,11 +70,9 @@ pub(crate) struct Remote {
     url: S3Url,
     location: Location,
     client: Arc<dyn ObjectStore>,
-    /// The same client, for what only S3 has (multipart listings).
-    s3: Arc<object_store::aws::AmazonS3>,
-    endpoint: Option<String>,
-    region: String,
-    client_options: ClientOptions,
+    /// What listing multipart uploads needs, which only S3 has (`None`
+    /// over a client given for tests).
+    listing: Option<Listing>,
     /// Always `Some` until the store is dropped.
     rt: Option<tokio::runtime::Runtime>,
     /// A private local store of verified copies.
@@ -122,6 +122,64 @@ fn temp_stamp(name: &str) -> Option<u128> {
         .and_then(|n| n.parse().ok())
 }
 
+/// The S3 client, for what only S3 has (multipart listings), and how to
+/// sign a request of its own.
+pub(crate) struct Listing {
+    s3: Arc<object_store::aws::AmazonS3>,
+    endpoint: Option<String>,
+    region: String,
+    client_options: ClientOptions,
+}
+
+/// The S3 client for `url` over `conn`.
+fn s3_client(
+    url: &S3Url,
+    conn: &Connection,
+) -> Result<(Arc<object_store::aws::AmazonS3>, Listing), StoreError> {
+    let client_options = ClientOptions::new()
+        .with_allow_http(conn.allow_http)
+        .with_connect_timeout(Duration::from_secs(5))
+        .with_timeout(Duration::from_secs(120));
+    let mut b = match &conn.credentials {
+        // The client's own chain: web identity, container endpoint.
+        Credentials::Ambient | Credentials::TokenOnly(_) => AmazonS3Builder::from_env(),
+        Credentials::Keys { id, secret, token } => {
+            let b = AmazonS3Builder::new()
+                .with_access_key_id(id)
+                .with_secret_access_key(secret);
+            match token {
+                Some(t) => b.with_token(t),
+                None => b,
+            }
+        }
+    };
+    b = b
+        .with_bucket_name(&url.bucket)
+        .with_region(&conn.region)
+        .with_allow_http(conn.allow_http)
+        .with_copy_if_not_exists(S3CopyIfNotExists::Multipart)
+        .with_client_options(client_options.clone())
+        .with_retry(RetryConfig {
+            max_retries: 3,
+            retry_timeout: Duration::from_secs(20),
+            ..RetryConfig::default()
+        });
+    if let Some(e) = &conn.endpoint {
+        b = b.with_endpoint(e);
+    }
+    let s3 = Arc::new(
+        b.build()
+            .map_err(|e| config(format!("S3 client for {}: {e}", url.display())))?,
+    );
+    let listing = Listing {
+        s3: s3.clone(),
+        endpoint: conn.endpoint.clone(),
+        region: conn.region.clone(),
+        client_options,
+    };
+    Ok((s3, listing))
+}
+
 fn config(reason: impl Into<String>) -> StoreError {
     StoreError::Config {
         reason: reason.into(),
@@ -129,66 +187,38 @@ fn config(reason: impl Into<String>) -> StoreError {
 }
 
 impl Remote {
-    /// Opens `url` with the connection and cache settings `env` gives.
-    pub(crate) fn open(url: &str, env: &dyn Env) -> Result<Remote, StoreError> {
-        let url = S3Url::parse(url).map_err(config)?;
-        let conn = connection(env).map_err(config)?;
-        let client_options = ClientOptions::new()
-            .with_allow_http(conn.allow_http)
-            .with_connect_timeout(Duration::from_secs(5))
-            .with_timeout(Duration::from_secs(120));
-        let mut b = match &conn.credentials {
-            // The client's own chain: web identity, container endpoint.
-            Credentials::Ambient => AmazonS3Builder::from_env(),
-            Credentials::Keys { id, secret, token } => {
-                let b = AmazonS3Builder::new()
-                    .with_access_key_id(id)
-                    .with_secret_access_key(secret);
-                match token {
-                    Some(t) => b.with_token(t),
-                    None => b,
-                }
-            }
-        };
-        b = b
-            .with_bucket_name(&url.bucket)
-            .with_region(&conn.region)
-            .with_allow_http(conn.allow_http)
-            .with_copy_if_not_exists(S3CopyIfNotExists::Multipart)
-            .with_client_options(client_options.clone())
-            .with_retry(RetryConfig {
-                max_retries: 3,
-                retry_timeout: Duration::from_secs(20),
-                ..RetryConfig::default()
-            });
-        if let Some(e) = &conn.endpoint {
-            b = b.with_endpoint(e);
-        }
-        let client = b
-            .build()
-            .map_err(|e| config(format!("S3 client for {}: {e}", url.display())))?;
-        let (cache_dir, cache_bytes) = cache_settings(env, &url, conn.endpoint.as_deref())?;
+    /// Opens the store `opts` describe. Nothing is sent yet.
+    pub(crate) fn open(opts: &S3Options) -> Result<Remote, StoreError> {
+        let url = opts.url.clone();
+        let cache_dir = opts.cache_path()?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("spillway-s3")
             .enable_all()
             .build()
             .map_err(|e| config(format!("start the S3 client's runtime: {e}")))?;
-        let s3 = Arc::new(client);
+        #[cfg(feature = "test-seams")]
+        let given = opts.client.clone();
+        #[cfg(not(feature = "test-seams"))]
+        let given: Option<Arc<dyn ObjectStore>> = None;
+        let (client, listing) = match given {
+            Some(client) => (client, None),
+            None => {
+                let (s3, listing) = s3_client(&url, &opts.connection().map_err(config)?)?;
+                (s3 as Arc<dyn ObjectStore>, Some(listing))
+            }
+        };
         Ok(Remote {
             location: Location::S3 {
                 bucket: url.bucket.clone(),
                 prefix: url.prefix.clone(),
             },
             url,
-            client: s3.clone(),
-            s3,
-            endpoint: conn.endpoint.clone(),
-            region: conn.region.clone(),
-            client_options,
+            client,
+            listing,
             rt: Some(rt),
             cache: Local::open(&cache_dir)?,
-            cache_bytes,
+            cache_bytes: opts.cache_bytes,
             counter: AtomicU64::new(0),
         })
     }
@@ -475,47 +505,14 @@ pub(crate) fn remote_error(op: &'static str, target: String, e: object_store::Er
     }
 }
 
-/// The cache directory and its bound: `SPILLWAY_S3_CACHE` (a directory, of
-/// which each bucket and prefix gets its own part) else
-/// `$XDG_CACHE_HOME/spillway/s3` or `~/.cache/spillway/s3`; and
-/// `SPILLWAY_S3_CACHE_BYTES` (such as `512MiB`), 1 GiB by default.
-fn cache_settings(
-    env: &dyn Env,
-    url: &S3Url,
-    endpoint: Option<&str>,
-) -> Result<(PathBuf, u64), StoreError> {
-    let base = env
-        .var("SPILLWAY_S3_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| {
-            env.var("XDG_CACHE_HOME")
-                .map(|d| PathBuf::from(d).join("spillway").join("s3"))
-        })
-        .or_else(|| {
-            env.var("HOME")
-                .map(|h| PathBuf::from(h).join(".cache").join("spillway").join("s3"))
-        })
-        .ok_or_else(|| {
-            config("no cache directory for the S3 store: set SPILLWAY_S3_CACHE or HOME")
-        })?;
-    let tag = blake3::hash(
-        format!("{}\n{}\n{}", endpoint.unwrap_or(""), url.bucket, url.prefix).as_bytes(),
-    )
-    .to_hex();
-    let bytes = match env.var("SPILLWAY_S3_CACHE_BYTES") {
-        None => DEFAULT_CACHE_BYTES,
-        Some(v) => v
-            .parse::<crate::units::ByteSize>()
-            .map_err(|e| config(format!("SPILLWAY_S3_CACHE_BYTES: {e}")))?
-            .get(),
-    };
-    Ok((base.join(&tag.as_str()[..16]), bytes))
-}
-
 /// Opens the store a location names: `s3://BUCKET/PREFIX`, or a directory.
 pub(crate) fn open_location(location: &str) -> Result<Store, StoreError> {
-    let remote = Remote::open(location, &ProcessEnv)?;
-    Ok(Store(Arc::new(S3Backend(Arc::new(remote)))))
+    open(&S3Options::from_env(location)?)
+}
+
+/// Opens the store `opts` describe.
+pub(crate) fn open(opts: &S3Options) -> Result<Store, StoreError> {
+    Ok(Store(Arc::new(S3Backend(Arc::new(Remote::open(opts)?)))))
 }
 
 /// The S3 backend of a [`Store`]: the remote, shared with the uploads in

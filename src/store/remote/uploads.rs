@@ -65,15 +65,16 @@ impl Remote {
             kind: crate::store::StoreErrorKind::OtherIo,
             source: e.into(),
         };
-        let base = match &self.endpoint {
+        // Over a client given for tests there is no S3 to list.
+        let Some(l) = &self.listing else {
+            return Ok(Vec::new());
+        };
+        let base = match &l.endpoint {
             Some(e) => format!("{}/{}", e.trim_end_matches('/'), self.url.bucket),
-            None => format!(
-                "https://{}.s3.{}.amazonaws.com",
-                self.url.bucket, self.region
-            ),
+            None => format!("https://{}.s3.{}.amazonaws.com", self.url.bucket, l.region),
         };
         let http = ReqwestConnector::default()
-            .connect(&self.client_options)
+            .connect(&l.client_options)
             .map_err(|e| fail(e.to_string()))?;
         let mut out = Vec::new();
         let mut markers: Option<(String, String)> = None;
@@ -87,18 +88,17 @@ impl Remote {
                 ));
             }
             let body = self.block_on(async {
-                let cred = self
-                    .s3
-                    .credentials()
-                    .get_credential()
-                    .await
-                    .map_err(|e| fail(e.to_string()))?;
+                let cred =
+                    l.s3.credentials()
+                        .get_credential()
+                        .await
+                        .map_err(|e| fail(e.to_string()))?;
                 let mut req = http::Request::builder()
                     .method("GET")
                     .uri(&url)
                     .body(HttpRequestBody::empty())
                     .map_err(|e| fail(e.to_string()))?;
-                AwsAuthorizer::new(&cred, "s3", &self.region)
+                AwsAuthorizer::new(&cred, "s3", &l.region)
                     .try_authorize(&mut req, None)
                     .map_err(|e| fail(e.to_string()))?;
                 let resp = http.execute(req).await.map_err(|e| fail(e.to_string()))?;
@@ -170,10 +170,13 @@ impl Remote {
             stale.extend(copies.into_iter().filter(|p| !live.contains(&p.key)));
         }
         let mut aborted = 0;
+        let Some(l) = &self.listing else {
+            return Ok(0);
+        };
         for p in stale {
             let key = Key::from(p.key.as_str());
             if self
-                .block_on(self.s3.abort_multipart(&key, &p.upload_id))
+                .block_on(l.s3.abort_multipart(&key, &p.upload_id))
                 .is_ok()
             {
                 aborted += 1;
