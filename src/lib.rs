@@ -82,6 +82,6 @@ pub use store::{
 };
 pub use units::{ByteSize, HumanDuration, ParseUnitError};
 
-pub use store::Location;
 #[cfg(feature = "s3")]
 pub use store::S3Options;
+pub use store::{default_store, DefaultStore, Location};

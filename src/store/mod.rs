@@ -57,6 +57,7 @@
 mod backend;
 #[cfg(feature = "test-seams")]
 mod crash;
+mod default;
 mod grep;
 mod id;
 mod maintain;
@@ -72,6 +73,7 @@ pub(crate) use backend::Backend;
 pub use backend::Location;
 #[cfg(feature = "test-seams")]
 pub use crash::{CrashKind, CrashModel};
+pub use default::{default_store, DefaultStore};
 pub use grep::{GrepLine, GrepOptions, GrepPattern, GrepReport, PatternError, MAX_MATCHED_LINE};
 pub use id::{ContentId, IdError, IdPrefix, MIN_PREFIX_DIGITS};
 pub use maintain::{

@@ -82,10 +82,9 @@ function chooseStore(store) {
   if (store instanceof Store) return { root: store.root, named: true }
   if (typeof store === 'string') return { root: location(store), named: true }
   if (store !== undefined) throw invalid('store must be a directory path or a Store')
-  const env = process.env
-  if (env.SPILLWAY_STORE) return { root: location(env.SPILLWAY_STORE), named: true }
-  if (env.XDG_CACHE_HOME) return { root: path.join(env.XDG_CACHE_HOME, 'spillway'), named: false }
-  if (env.HOME) return { root: path.join(env.HOME, '.cache', 'spillway'), named: false }
+  // One rule for every front end, in the Rust core.
+  const found = native.defaultStore()
+  if (found) return { root: found.chosen ? location(found.location) : found.location, named: found.chosen }
   throw new SpillwayError('ERR_SPILLWAY_STORE', 'no store directory: pass { store } or set SPILLWAY_STORE', { kind: 'not_found' })
 }
 

@@ -13,4 +13,4 @@ mod store;
 
 pub use outcome::{JsFailure, JsOutcome, JsStoredObject, StageResult};
 pub use spiller::{NativeSpiller, NativeStage};
-pub use store::{parse_duration, parse_size, NativeStore};
+pub use store::{default_store, parse_duration, parse_size, JsDefaultStore, NativeStore};

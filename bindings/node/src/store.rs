@@ -268,6 +268,25 @@ pub fn parse_size(text: String) -> napi::Result<f64> {
         .map_err(|e| errors::coded("ERR_SPILLWAY_INVALID_ARG", e))
 }
 
+/// The store to use when none is named (see `spillway::default_store`).
+#[napi(object)]
+pub struct JsDefaultStore {
+    /// A directory, or an `s3://` URL from `SPILLWAY_STORE`.
+    pub location: String,
+    /// Whether the user chose it (`SPILLWAY_STORE`): notices then name it.
+    pub chosen: bool,
+}
+
+/// The store to use when none is named: the rule every front end shares;
+/// `null` when no variable says where.
+#[napi]
+pub fn default_store() -> Option<JsDefaultStore> {
+    spillway::default_store().map(|d| JsDefaultStore {
+        location: d.location,
+        chosen: d.chosen,
+    })
+}
+
 /// A duration as the CLI takes it (`90s`, `7d`), in seconds.
 #[napi]
 pub fn parse_duration(text: String) -> napi::Result<f64> {

@@ -24,6 +24,7 @@ fn _spillway(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run::run, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
+    m.add_function(wrap_pyfunction!(default_store, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
@@ -34,6 +35,13 @@ fn parse_size(py: Python<'_>, text: &str) -> PyResult<u64> {
     text.parse::<spillway::ByteSize>()
         .map(|s| s.get())
         .map_err(|e| errors::policy(py, e))
+}
+
+/// The store to use when none is named, and whether the user chose it
+/// (`SPILLWAY_STORE`); `None` when no variable says where.
+#[pyfunction]
+fn default_store() -> Option<(String, bool)> {
+    spillway::default_store().map(|d| (d.location, d.chosen))
 }
 
 /// A duration as the CLI takes it (`90s`, `15m`, `7d`), in seconds.

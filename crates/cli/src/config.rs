@@ -106,16 +106,12 @@ fn default_config_path() -> Option<PathBuf> {
     Some(base.join("spillway").join("config.toml"))
 }
 
+/// The built-in store (`SPILLWAY_STORE` was read above, as a layer of its
+/// own): the rule every front end shares.
 fn default_store() -> Result<PathBuf> {
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(dir).join("spillway"));
-    }
-    if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(home).join(".cache").join("spillway"));
-    }
-    Err(anyhow!(
-        "no store directory: pass --store DIR or set SPILLWAY_STORE"
-    ))
+    spillway::default_store()
+        .map(|d| PathBuf::from(d.location))
+        .ok_or_else(|| anyhow!("no store directory: pass --store DIR or set SPILLWAY_STORE"))
 }
 
 fn read_file(path: &Path, explicit: bool) -> Result<Option<FileConfig>> {

@@ -62,16 +62,11 @@ def _location(store: PathLike) -> str:
 def _default_store() -> "tuple[str, bool]":
     # The second value says whether the store was chosen (not the built-in
     # default), in which case notices name it, as the CLI's do.
-    env = os.environ.get("SPILLWAY_STORE")
-    if env:
-        return env, True
-    cache = os.environ.get("XDG_CACHE_HOME")
-    if cache:
-        return str(Path(cache) / "spillway"), False
-    home = os.environ.get("HOME")
-    if home:
-        return str(Path(home) / ".cache" / "spillway"), False
-    raise StoreError("no store directory: pass store=... or set SPILLWAY_STORE")
+    # One rule for every front end, in the Rust core.
+    found = _spillway.default_store()
+    if found is None:
+        raise StoreError("no store directory: pass store=... or set SPILLWAY_STORE")
+    return found
 
 
 def _seconds(what: str, value: Seconds) -> float:
