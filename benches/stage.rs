@@ -394,10 +394,7 @@ fn read(c: &mut Criterion) {
             .unwrap();
         let id: ContentId = s.id;
         let lines = bytecount::count(&input, b'\n') as u64;
-        let middle = LineRange {
-            first: lines / 2,
-            last: Some(lines / 2 + 100),
-        };
+        let middle = LineRange::new(lines / 2, Some(lines / 2 + 100)).unwrap();
         g.bench_function(
             BenchmarkId::new(format!("show-all-{}", compression.name()), len),
             |b| b.iter(|| black_box(store.read(&id, &Selection::All).unwrap())),

@@ -20,7 +20,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let config: PolicyConfig = serde_json::from_str(&config.to_string_lossy())?;
     let store = Store::open(store)?;
-    let policy = config.build()?.naming_store(store.location())?;
+    let policy = config.build_for_store(&store, true)?;
     let spiller = Spiller::new(policy, store)?;
     let mut input = Vec::new();
     std::io::stdin().lock().read_to_end(&mut input)?;

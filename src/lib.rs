@@ -52,36 +52,49 @@ compile_error!(
      and durably"
 );
 
-pub mod json;
+// One path per public type: the modules are private, and everything public
+// is re-exported here, in the order data flows.
+mod json;
 mod measure;
-pub mod notice;
-pub mod policy;
+mod notice;
+mod policy;
 mod preview;
-pub mod render;
-pub mod salient;
-pub mod stage;
-pub mod store;
+mod render;
+mod salient;
+mod stage;
+mod store;
 mod sys;
-pub mod tokens;
-pub mod units;
+mod tokens;
+mod units;
 
-pub use json::{Format, JsonPointer, PointerError};
-pub use notice::{NoticeTemplates, Template, TemplateError};
 pub use policy::{
-    Compression, Durability, OnStoreError, Policy, PolicyBuilder, PolicyConfig, PolicyError,
-};
-pub use render::Render;
-pub use salient::{SalientError, SalientPatterns};
-pub use tokens::Tokenizer;
-
-pub use stage::{FinishError, Outcome, Spiller, Stage};
-pub use store::{
-    ByteRange, ContentId, Encoding, GcOptions, GcReport, GrepLine, GrepOptions, GrepPattern,
-    GrepReport, IdError, IdPrefix, LineRange, Selection, Stats, Store, StoreError, StoreErrorKind,
-    StoredObject, VerifyReport, WriteOptions,
+    Compression, CompressionKind, NoticeConfig, OnStoreError, Policy, PolicyBuilder, PolicyConfig,
+    PolicyError, DEFAULT_HEAD_PERCENT, DEFAULT_MAX_INLINE_BYTES, DEFAULT_MAX_SPILL_BYTES,
+    DEFAULT_ZSTD_LEVEL, MAX_INLINE_BYTES_LIMIT, MAX_SPILL_BYTES_LIMIT,
 };
 pub use units::{ByteSize, HumanDuration, ParseUnitError};
 
+pub use json::{Format, JsonPointer, PointerError};
+pub use notice::{
+    shell_quote, NoticeTemplates, Template, TemplateError, MAX_ERROR_BYTES, SHORT_ID_LEN,
+};
+pub use render::Render;
+pub use salient::{SalientError, SalientPatterns, DEFAULT_SALIENT, DEFAULT_SALIENT_PERCENT};
+pub use tokens::Tokenizer;
+
+pub use stage::{FinishError, Outcome, Spiller, Stage};
+
 #[cfg(feature = "s3")]
 pub use store::S3Options;
-pub use store::{default_store, DefaultStore, Location};
+pub use store::{
+    default_store, ByteRange, ContentId, CorruptObject, DefaultStore, Durability, Encoding,
+    GcOptions, GcReport, GrepLine, GrepOptions, GrepPattern, GrepReport, IdError, IdPrefix,
+    LineRange, Location, Misplaced, ObjectWriter, PatternError, RangeError, ReadReport, References,
+    Selection, Stats, Store, StoreError, StoreErrorKind, StoredObject, VerifyReport, WriteOptions,
+    DEFAULT_TEMP_GRACE, LAYOUT_VERSION, MAX_MATCHED_LINE, MAX_OBJECT_BYTES, MIN_PREFIX_DIGITS,
+    ZSTD_SUFFIX,
+};
+/// The store's test seams: fault injection and the crash model (the
+/// `test-seams` feature; not public API).
+#[cfg(feature = "test-seams")]
+pub use store::{CrashKind, CrashModel, FaultPlan, FaultPoint};

@@ -379,7 +379,7 @@ impl Policy {
 
     /// The longest notice this policy can write when object paths are
     /// `path_len` bytes long, and its line count.
-    pub fn notice_bound(&self, path_len: usize) -> (usize, usize) {
+    pub(crate) fn notice_bound(&self, path_len: usize) -> (usize, usize) {
         notice::worst_case_len(&self.0.templates, path_len)
     }
 
@@ -397,7 +397,7 @@ impl Policy {
     /// # Errors
     ///
     /// [`PolicyError::BudgetTooSmall`] or [`PolicyError::LinesTooSmall`].
-    pub fn check_fits(&self, path_len: usize) -> Result<(), PolicyError> {
+    pub(crate) fn check_fits(&self, path_len: usize) -> Result<(), PolicyError> {
         let (_, lines) = self.notice_bound(path_len);
         let needed = self.min_budget(path_len) as u64;
         if (self.0.max_inline_bytes as u64) < needed {
@@ -436,7 +436,10 @@ impl Policy {
     /// [`PolicyError::Template`] when the path makes the template too long,
     /// or [`PolicyError::BudgetTooSmall`] when the longer notice no longer
     /// fits the budget.
-    pub fn naming_store(&self, location: &crate::store::Location) -> Result<Policy, PolicyError> {
+    pub(crate) fn naming_store(
+        &self,
+        location: &crate::store::Location,
+    ) -> Result<Policy, PolicyError> {
         let store_root = location.to_string();
         let default_stored = self.0.templates.stored.as_str() == NoticeTemplates::DEFAULT_STORED;
         let default_pointer = self.0.templates.pointer.as_str() == NoticeTemplates::DEFAULT_POINTER;
@@ -738,7 +741,9 @@ impl PolicyBuilder {
     }
 
     /// Builds the policy for `store`, with a read hint that names the store
-    /// when `name_store` is set (as [`Policy::naming_store`] does), and
+    /// when `name_store` is set (`spillway --store LOCATION show …`, for a
+    /// store that is not the default one; a custom `stored` template is
+    /// kept as written), and
     /// checks the budgets against the notice this store's paths and name
     /// make. So a budget that is too small is refused once, with the
     /// smallest budget that works for this store, not one that would then

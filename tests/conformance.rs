@@ -314,7 +314,7 @@ fn gc_keeps_the_store_under_its_quota_and_spares_what_is_referenced() {
             .map(|i| s.put(&numbered(500 + i), RELAXED_RAW).unwrap().id)
             .collect();
         let total = s.stats().unwrap().stored_bytes;
-        let mut keep = spillway::store::References::default();
+        let mut keep = spillway::References::default();
         keep.insert(ids[0]);
         let mut opts = GcOptions::default();
         opts.max_bytes = Some(total / 2);

@@ -1,6 +1,6 @@
 //! Crash consistency, modelled: every change a spill makes to the store is
 //! recorded, and a power loss is simulated after each prefix of them (see
-//! `spillway::store::CrashModel`). After every simulated reboot:
+//! `spillway::CrashModel`). After every simulated reboot:
 //!
 //! * every spill that had returned in durable mode reads back exactly;
 //! * no object name resolves to bytes other than its content;
@@ -18,8 +18,8 @@ mod support;
 use std::path::Path;
 use std::time::Duration;
 
-use spillway::store::{CrashKind, CrashModel};
 use spillway::{Compression, ContentId, Durability, Policy, Render, Selection, Spiller, Store};
+use spillway::{CrashKind, CrashModel};
 
 fn policy(compression: Compression) -> Policy {
     Policy::builder()

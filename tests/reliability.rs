@@ -5,11 +5,11 @@ mod support;
 
 use std::time::Duration;
 
-use spillway::store::{FaultPlan, FaultPoint};
 use spillway::{
     Compression, Durability, OnStoreError, Policy, Render, Selection, Spiller, Store,
     StoreErrorKind,
 };
+use spillway::{FaultPlan, FaultPoint};
 
 fn tmp_entries(store: &Store) -> usize {
     std::fs::read_dir(support::tmp_dir(store)).map_or(0, |d| d.count())

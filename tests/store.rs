@@ -449,7 +449,7 @@ fn a_trailer_declaring_more_than_any_object_holds_is_refused() {
     let z = store.put(&data, relaxed(ZSTD)).unwrap();
     let mut bytes = fs::read(&z.path).unwrap();
     let n = bytes.len();
-    bytes[n - 8..].copy_from_slice(&(spillway::store::MAX_OBJECT_BYTES + 1).to_le_bytes());
+    bytes[n - 8..].copy_from_slice(&(spillway::MAX_OBJECT_BYTES + 1).to_le_bytes());
     fs::write(&z.path, bytes).unwrap();
     let err = store.read(&z.id, &Selection::All).unwrap_err();
     assert!(
@@ -457,7 +457,7 @@ fn a_trailer_declaring_more_than_any_object_holds_is_refused() {
         "{err}"
     );
     let too_big = Policy::builder()
-        .max_spill_bytes(spillway::store::MAX_OBJECT_BYTES + 1)
+        .max_spill_bytes(spillway::MAX_OBJECT_BYTES + 1)
         .build()
         .unwrap_err();
     assert!(too_big.to_string().contains("above the limit"), "{too_big}");

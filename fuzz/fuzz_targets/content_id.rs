@@ -23,11 +23,13 @@ fuzz_target!(|data: &[u8]| {
         assert!(!hex.contains('/') && !hex.contains('.'));
     }
     if let Ok(r) = s.parse::<LineRange>() {
-        assert!(r.first >= 1);
-        assert!(r.last.is_none_or(|l| l >= r.first));
+        assert!(r.first() >= 1);
+        assert!(r.last().is_none_or(|l| l >= r.first()));
+        assert_eq!(LineRange::new(r.first(), r.last()), Ok(r));
     }
     if let Ok(r) = s.parse::<ByteRange>() {
-        assert!(r.end.is_none_or(|e| e >= r.start));
+        assert!(r.end().is_none_or(|e| e >= r.start()));
+        assert_eq!(ByteRange::new(r.start(), r.end()), Ok(r));
     }
     if let Ok(b) = s.parse::<ByteSize>() {
         let printed = b.to_string();

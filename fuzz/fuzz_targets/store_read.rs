@@ -61,14 +61,11 @@ fuzz_target!(|c: Case| {
     let id: ContentId = stored.id;
     let sels = [
         Selection::All,
-        Selection::Bytes(ByteRange {
-            start: u64::from(c.at % 64),
-            end: None,
-        }),
-        Selection::Lines(LineRange {
-            first: 1 + u64::from(c.at % 4),
-            last: Some(2 + u64::from(c.at % 4)),
-        }),
+        Selection::Bytes(ByteRange::from(u64::from(c.at % 64))),
+        Selection::Lines(
+            LineRange::new(1 + u64::from(c.at % 4), Some(2 + u64::from(c.at % 4)))
+                .expect("a valid range"),
+        ),
     ];
     for sel in sels {
         if let Ok(bytes) = store.read(&id, &sel) {

@@ -528,7 +528,7 @@ impl Local {
 /// # Examples
 ///
 /// ```
-/// use spillway::store::References;
+/// use spillway::References;
 /// use spillway::ContentId;
 /// let id = ContentId::of(b"x");
 /// let hex = id.to_hex();

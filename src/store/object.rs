@@ -15,7 +15,8 @@ use super::{ContentId, ZSTD_SUFFIX};
 pub enum Encoding {
     /// Exactly the stored bytes.
     Raw,
-    /// zstd frames plus a size trailer (see the [module docs](super)).
+    /// zstd frames plus a size trailer (the byte-by-byte format is
+    /// documented in the store's source, `src/store/mod.rs`).
     Zstd,
 }
 

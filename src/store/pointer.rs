@@ -67,10 +67,7 @@ impl Store {
                 }
             },
         })?;
-        let sel = Selection::Bytes(ByteRange {
-            start,
-            end: Some(end),
-        });
+        let sel = Selection::Bytes(ByteRange::with_len(start, end.saturating_sub(start)));
         self.read_into(id, &sel, out)
     }
 }

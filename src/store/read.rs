@@ -25,16 +25,55 @@ const MAX_WINDOW_LOG: u32 = 27;
 /// ```
 /// use spillway::LineRange;
 /// let r: LineRange = "10:20".parse().unwrap();
-/// assert_eq!((r.first, r.last), (10, Some(20)));
+/// assert_eq!((r.first(), r.last()), (10, Some(20)));
+/// assert_eq!(LineRange::new(10, Some(20)), Ok(r));
 /// assert!("20:10".parse::<LineRange>().is_err());
-/// assert!("0:5".parse::<LineRange>().is_err());
+/// assert!(LineRange::new(0, Some(5)).is_err());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LineRange {
+    first: u64,
+    last: Option<u64>,
+}
+
+impl LineRange {
+    /// Lines `first` to `last` inclusive (`None`: to the end).
+    ///
+    /// # Errors
+    ///
+    /// [`RangeError`] when `first` or `last` is 0 (lines are numbered from
+    /// 1) or `last` comes before `first`.
+    pub fn new(first: u64, last: Option<u64>) -> Result<LineRange, RangeError> {
+        let shown = || {
+            format!(
+                "{first}:{}",
+                last.map(|l| l.to_string()).unwrap_or_default()
+            )
+        };
+        if first == 0 || last == Some(0) {
+            return Err(RangeError(format!(
+                "invalid line range {:?}: lines are numbered from 1",
+                shown()
+            )));
+        }
+        if last.is_some_and(|l| l < first) {
+            return Err(RangeError(format!(
+                "invalid line range {:?}: the end comes before the start",
+                shown()
+            )));
+        }
+        Ok(LineRange { first, last })
+    }
+
     /// The first line, from 1.
-    pub first: u64,
+    pub fn first(&self) -> u64 {
+        self.first
+    }
+
     /// The last line, inclusive; `None` for the end.
-    pub last: Option<u64>,
+    pub fn last(&self) -> Option<u64> {
+        self.last
+    }
 }
 
 /// Bytes `start` to `end`, 0-based and half-open, as written `A:B`. Either
@@ -45,15 +84,54 @@ pub struct LineRange {
 /// ```
 /// use spillway::ByteRange;
 /// let r: ByteRange = "0:100".parse().unwrap();
-/// assert_eq!((r.start, r.end), (0, Some(100)));
+/// assert_eq!((r.start(), r.end()), (0, Some(100)));
 /// assert!("100:0".parse::<ByteRange>().is_err());
+/// assert!(ByteRange::new(100, Some(0)).is_err());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ByteRange {
+    start: u64,
+    end: Option<u64>,
+}
+
+impl ByteRange {
+    /// Bytes `start` up to `end`, half-open (`None`: to the end).
+    ///
+    /// # Errors
+    ///
+    /// [`RangeError`] when `end` comes before `start`.
+    pub fn new(start: u64, end: Option<u64>) -> Result<ByteRange, RangeError> {
+        if end.is_some_and(|e| e < start) {
+            return Err(RangeError(format!(
+                "invalid byte range \"{start}:{}\": the end comes before the start",
+                end.map(|e| e.to_string()).unwrap_or_default()
+            )));
+        }
+        Ok(ByteRange { start, end })
+    }
+
+    /// Everything from byte `start` to the end.
+    pub fn from(start: u64) -> ByteRange {
+        ByteRange { start, end: None }
+    }
+
+    /// The `len` bytes from `start` (fewer where they would pass `u64::MAX`).
+    pub fn with_len(start: u64, len: u64) -> ByteRange {
+        ByteRange {
+            start,
+            end: Some(start.saturating_add(len)),
+        }
+    }
+
     /// The first byte, from 0.
-    pub start: u64,
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+
     /// One past the last byte; `None` for the end.
-    pub end: Option<u64>,
+    pub fn end(&self) -> Option<u64> {
+        self.end
+    }
 }
 
 /// A malformed range.

@@ -89,7 +89,7 @@ impl Seam {
 /// # Examples
 ///
 /// ```
-/// use spillway::store::{FaultPlan, FaultPoint, WriteOptions};
+/// use spillway::{FaultPlan, FaultPoint, WriteOptions};
 /// use spillway::Store;
 /// const EIO: i32 = 5;
 /// let dir = tempfile::tempdir().unwrap();

@@ -9,7 +9,7 @@ use napi_derive::napi;
 use serde::Deserialize;
 
 use crate::errors;
-use spillway::store::References;
+use spillway::References;
 use spillway::{ContentId, GcOptions, IdPrefix, Selection};
 
 /// An open spill store.
@@ -168,7 +168,7 @@ impl NativeStore {
         lines: Option<String>,
         bytes: Option<String>,
     ) -> napi::Result<AsyncTask<StoreTask>> {
-        let range = |e: spillway::store::RangeError| errors::coded("ERR_SPILLWAY_RANGE", e);
+        let range = |e: spillway::RangeError| errors::coded("ERR_SPILLWAY_RANGE", e);
         let sel = match (lines, bytes) {
             (Some(_), Some(_)) => {
                 return Err(errors::coded(
@@ -235,7 +235,7 @@ impl NativeStore {
         let opts = match compression.as_str() {
             "none" => spillway::WriteOptions::raw(),
             "zstd" => spillway::Compression::Zstd {
-                level: level.unwrap_or(spillway::policy::DEFAULT_ZSTD_LEVEL),
+                level: level.unwrap_or(spillway::DEFAULT_ZSTD_LEVEL),
             }
             .write_options(spillway::Durability::Durable),
             other => {

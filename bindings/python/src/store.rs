@@ -9,7 +9,7 @@ use pyo3::types::PyBytes;
 
 use crate::errors;
 use crate::json::ser_to_py;
-use spillway::store::References;
+use spillway::References;
 use spillway::{ContentId, GcOptions, IdPrefix, Selection};
 
 /// An open spill store.

@@ -329,7 +329,7 @@ pub enum FormatArg {
 impl PolicyArgs {
     /// The flags as a config layer.
     pub fn to_config(&self) -> PolicyConfig {
-        use spillway::policy::CompressionKind;
+        use spillway::CompressionKind;
         PolicyConfig {
             max_inline_bytes: self.max_inline_bytes,
             max_inline_lines: self.max_inline_lines,

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use anyhow::{anyhow, Context, Result};
 use serde_json::json;
-use spillway::store::References;
+use spillway::References;
 use spillway::{
     ByteSize, ContentId, GcOptions, HumanDuration, IdPrefix, Outcome, Selection, Spiller, Store,
 };
@@ -364,13 +364,13 @@ fn grep(eff: &Effective, store: &Store, args: GrepArgs) -> Result<i32> {
     if eff.names_store() {
         again.push_str(&format!(
             "--store {} ",
-            spillway::notice::shell_quote(&store.location().to_string())
+            spillway::shell_quote(&store.location().to_string())
         ));
     }
     again.push_str(&format!(
         "grep {} {}",
         id.to_string().get(..23).unwrap_or_default(),
-        spillway::notice::shell_quote(&args.pattern)
+        spillway::shell_quote(&args.pattern)
     ));
     let before = args.before_context.or(args.context).unwrap_or(0);
     let after = args.after_context.or(args.context).unwrap_or(0);

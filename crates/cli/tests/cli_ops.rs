@@ -1183,7 +1183,7 @@ fn the_guide_json_example_prints_what_the_guide_shows() {
         String::from_utf8_lossy(&out.stderr)
     );
     let got = String::from_utf8(out.stdout).unwrap();
-    let quoted = spillway::notice::shell_quote(&store.to_string_lossy());
+    let quoted = spillway::shell_quote(&store.to_string_lossy());
     assert_eq!(
         got.trim_end(),
         shown.trim_end().replace("/tmp/spill-demo", &quoted)

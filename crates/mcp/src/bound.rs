@@ -199,7 +199,7 @@ pub fn bound_result(
                             s.len(),
                             if has_schema { ", as a preview might not match the tool's output schema" } else { "" },
                             names.read,
-                            &spill.id.to_string()[..spillway::notice::SHORT_ID_LEN]
+                            &spill.id.to_string()[..spillway::SHORT_ID_LEN]
                         ),
                         (None, error) => format!(
                             "[spillway: the structured result ({} bytes) is past the budget and left out; it could not be stored: {}]",
@@ -271,7 +271,7 @@ fn typed_preview(
             }
         }
     };
-    let short = stored.id.to_string()[..spillway::notice::SHORT_ID_LEN].to_owned();
+    let short = stored.id.to_string()[..spillway::SHORT_ID_LEN].to_owned();
     let mut v = value.clone();
     let mut fitted = None;
     for _ in 0..64 {
@@ -424,7 +424,7 @@ pub(crate) fn bound_error(spiller: &Spiller, names: &ToolNames, error: &mut Valu
                             " [spillway: the error's data ({} bytes) is left out; read it with {}(id=\"{}\", pointer=\"\")]",
                             d.len(),
                             names.read,
-                            &spill.id.to_string()[..spillway::notice::SHORT_ID_LEN]
+                            &spill.id.to_string()[..spillway::SHORT_ID_LEN]
                         ),
                         None => format!(" [spillway: the error's data ({} bytes) is left out]", d.len()),
                     };

@@ -129,10 +129,7 @@ pub(crate) fn read_resource(store: &Store, uri: &str, page: usize) -> Result<Val
         None => (rest, None),
     };
     let range = match query {
-        None => ByteRange {
-            start: 0,
-            end: None,
-        },
+        None => ByteRange::from(0),
         Some(q) => {
             let r = q
                 .strip_prefix("bytes=")
@@ -151,24 +148,23 @@ pub(crate) fn read_resource(store: &Store, uri: &str, page: usize) -> Result<Val
     };
     // Room for the note that names the next page.
     let page = page.saturating_sub(NOTE_ROOM).max(MIN_PAGE) as u64;
-    let want_end = range.end.map_or(range.start.saturating_add(page), |e| {
-        e.min(range.start.saturating_add(page))
+    let start = range.start();
+    let want_end = range.end().map_or(start.saturating_add(page), |e| {
+        e.min(start.saturating_add(page))
     });
-    let sel = Selection::Bytes(ByteRange {
-        start: range.start,
-        end: Some(want_end),
-    });
+    let sel = Selection::Bytes(ByteRange::with_len(start, want_end - start));
     let mut data = Vec::new();
     let report = store
         .read_into(&id, &sel, &mut data)
         .map_err(|e| e.to_string())?;
-    if range.start > report.bytes {
+    if range.start() > report.bytes {
         return Err(format!(
             "byte {} is past the end of the object ({} bytes)",
-            range.start, report.bytes
+            range.start(),
+            report.bytes
         ));
     }
-    let asked_end = range.end.map_or(report.bytes, |e| e.min(report.bytes));
+    let asked_end = range.end().map_or(report.bytes, |e| e.min(report.bytes));
     // Text pages end at a character boundary; a page of bytes that are
     // not UTF-8 goes as a blob, whole.
     let (content, shown) = match std::str::from_utf8(&data) {
@@ -193,15 +189,16 @@ pub(crate) fn read_resource(store: &Store, uri: &str, page: usize) -> Result<Val
             )
         }
     };
-    let next = range.start + shown as u64;
+    let next = range.start() + shown as u64;
     if next >= asked_end {
         return Ok(json!({"contents": [content]}));
     }
-    let to = range.end.map_or(String::new(), |e| e.to_string());
+    let to = range.end().map_or(String::new(), |e| e.to_string());
     let next_uri = format!("{SCHEME}{id_text}?bytes={next}:{to}");
     let note = format!(
         "[spillway: bytes {}-{next} of {} shown; the next page is {next_uri}]",
-        range.start, report.bytes
+        range.start(),
+        report.bytes
     );
     Ok(json!({
         "contents": [content, {"uri": next_uri, "mimeType": "text/plain", "text": note}],

@@ -195,7 +195,7 @@ pub struct SessionLog {
 
 /// Where a log records its changes for the crash model (`test-seams`).
 #[cfg(feature = "test-seams")]
-type Recorder = spillway::store::CrashModel;
+type Recorder = spillway::CrashModel;
 #[cfg(not(feature = "test-seams"))]
 type Recorder = NoModel;
 
@@ -234,7 +234,7 @@ impl SessionLog {
     pub fn open_recorded(
         path: impl AsRef<Path>,
         sync: LogSync,
-        model: &spillway::store::CrashModel,
+        model: &spillway::CrashModel,
     ) -> Result<Self, LogError> {
         Self::open_inner(path.as_ref(), sync, Some(model.clone()))
     }
@@ -303,7 +303,7 @@ impl SessionLog {
     }
 
     #[cfg(feature = "test-seams")]
-    fn record(&self, f: impl FnOnce(&spillway::store::CrashModel)) {
+    fn record(&self, f: impl FnOnce(&spillway::CrashModel)) {
         if let Some(m) = &self.model {
             f(m);
         }

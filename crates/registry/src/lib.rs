@@ -485,7 +485,7 @@ impl Registry {
         // compression, durability and store.
         let mut values = spiller.policy().to_config().builder()?;
         values
-            .max_inline_bytes(spillway::policy::MAX_INLINE_BYTES_LIMIT as u64)
+            .max_inline_bytes(spillway::MAX_INLINE_BYTES_LIMIT as u64)
             .max_inline_lines(None)
             .max_inline_tokens(None)
             // A program computes on the bytes a tool wrote.

@@ -153,10 +153,7 @@ impl SpillRead {
                 .read_pointer(&id, &pointer, &mut data)
                 .map_err(|e| ToolError::Failed(e.to_string()))?;
             // Past the budget it reads on as a byte range of the object.
-            let sel = Selection::Bytes(ByteRange {
-                start: report.start,
-                end: Some(report.start + data.len() as u64),
-            });
+            let sel = Selection::Bytes(ByteRange::with_len(report.start, data.len() as u64));
             return Ok(page(budget, data, sel, report.start));
         }
         let sel = match (lines, bytes) {
@@ -195,24 +192,25 @@ fn page(budget: usize, data: Vec<u8>, sel: Selection, start: u64) -> String {
     };
     let (shown, note) = match (sel, whole_lines) {
         (Selection::Bytes(r), _) => {
-            let next = r.start + fit as u64;
-            let to = r.end.map_or(String::new(), |e| e.to_string());
+            let next = r.start() + fit as u64;
+            let to = r.end().map_or(String::new(), |e| e.to_string());
             (
                 fit,
                 format!(
                     "\n[spill_read: showing bytes {}-{}; continue with bytes=\"{next}:{to}\"]",
-                    r.start, next
+                    r.start(),
+                    next
                 ),
             )
         }
         (_, Some(cut)) => {
             let first = match sel {
-                Selection::Lines(r) => r.first,
+                Selection::Lines(r) => r.first(),
                 _ => 1,
             };
             let next = first + memchr::memchr_iter(b'\n', &data[..cut]).count() as u64;
             let to = match sel {
-                Selection::Lines(r) => r.last.map_or(String::new(), |l| l.to_string()),
+                Selection::Lines(r) => r.last().map_or(String::new(), |l| l.to_string()),
                 _ => String::new(),
             };
             (

@@ -1,11 +1,11 @@
 //! Crash consistency of the session log, modelled with the store's crash
-//! model (`spillway::store::CrashModel`): every change the log makes to its
+//! model (`spillway::CrashModel`): every change the log makes to its
 //! file is recorded, and a power loss is simulated after each prefix of
 //! them.
 
 use std::path::Path;
 
-use spillway::store::{CrashKind, CrashModel};
+use spillway::{CrashKind, CrashModel};
 
 /// The session log in the same model: every event whose synced append had
 /// returned survives a crash at any point, the log reopens, and a new event

@@ -1265,16 +1265,18 @@ fn a_tool_policy_bounds_that_tool_only() {
     // notice only without them, is refused for this store.
     let mut t = spillway::NoticeTemplates::default();
     t.stored = "stored at {path}".parse().unwrap();
-    let needed = Policy::builder()
+    // The budget the notice needs without paths, as the refusal names it.
+    let needed = match Policy::builder()
         .templates(t.clone())
+        .max_inline_bytes(1)
         .build()
-        .unwrap()
-        .notice_bound(0)
-        .0
-        + 2;
+    {
+        Err(spillway::PolicyError::BudgetTooSmall { needed, .. }) => needed,
+        other => panic!("a one-byte budget is refused: {other:?}"),
+    };
     let tight = Policy::builder()
         .templates(t)
-        .max_inline_bytes(needed as u64)
+        .max_inline_bytes(needed)
         .build()
         .unwrap();
     let log2 =
