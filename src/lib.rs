@@ -76,7 +76,7 @@ pub use units::{ByteSize, HumanDuration, ParseUnitError};
 
 pub use json::{Format, JsonPointer, PointerError};
 pub use notice::{
-    shell_quote, NoticeTemplates, Template, TemplateError, MAX_ERROR_BYTES, SHORT_ID_LEN,
+    shell_quote, NoticeTemplates, ReadHint, Template, TemplateError, MAX_ERROR_BYTES, SHORT_ID_LEN,
 };
 pub use render::Render;
 pub use salient::{SalientError, SalientPatterns, DEFAULT_SALIENT, DEFAULT_SALIENT_PERCENT};

@@ -254,13 +254,31 @@ impl NoticeTemplates {
         "[spillway: binary output ({total_bytes} bytes) not shown{notes}. {location}]";
     /// The default `lossy` template.
     pub const DEFAULT_LOSSY: &'static str = "[spillway: the output above is not valid UTF-8 ({total_bytes} bytes); invalid bytes are shown as U+FFFD{notes}. {location}]";
-    /// The default `stored` template.
+    /// The default `stored` template: the stored object's id and the
+    /// omitted range, and no command (a library cannot know which one the
+    /// model has; choose one with [`ReadHint`]).
     pub const DEFAULT_STORED: &'static str =
-        "Output stored; read it with: spillway show {short_id} --{read_unit} {read_range}";
+        "Output stored as {short_id}; the omitted part is {read_unit} {read_range}";
     /// The default `unsaved` template.
     pub const DEFAULT_UNSAVED: &'static str = "The full output could not be saved: {error}";
-    /// The default `pointer` template.
-    pub const DEFAULT_POINTER: &'static str = "spillway show {short_id} --pointer {pointer}";
+    /// The default `pointer` template: the id and the pointer, no command.
+    pub const DEFAULT_POINTER: &'static str = "{short_id} {pointer}";
+    /// The `stored` template of [`ReadHint::Cli`] without a store.
+    pub const CLI_STORED: &'static str =
+        "Output stored; read it with: spillway show {short_id} --{read_unit} {read_range}";
+    /// The `pointer` template of [`ReadHint::Cli`] without a store.
+    pub const CLI_POINTER: &'static str = "spillway show {short_id} --pointer {pointer}";
+
+    /// These templates with the read hint's `stored` and `pointer`.
+    ///
+    /// # Errors
+    ///
+    /// [`TemplateError`] when a name in the hint makes a template invalid.
+    pub fn with_read_hint(mut self, hint: &ReadHint) -> Result<Self, TemplateError> {
+        self.stored = hint.stored().parse()?;
+        self.pointer = hint.pointer().parse()?;
+        Ok(self)
+    }
 
     /// Whether any template prints `var`.
     pub(crate) fn uses(&self, var: Var) -> bool {
@@ -607,25 +625,84 @@ pub fn shell_quote(word: &str) -> String {
     }
 }
 
-/// The default `stored` template with `--store DIR` in its command, the
-/// directory quoted for a POSIX shell when it needs quoting.
-pub(crate) fn stored_naming_store(root: &str) -> String {
-    naming_store(NoticeTemplates::DEFAULT_STORED, root)
+/// How a notice says to read back what it left out: the `stored` template
+/// (the read hint of the whole output) and the `pointer` template (of a
+/// JSON preview's markers). Each front end chooses the one its model can
+/// follow; a harness with other tools writes its own templates instead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReadHint {
+    /// No command: the stored object's id and the omitted range (the
+    /// library's default).
+    Id,
+    /// The `spillway` command line: `spillway show ID --lines A:B`, with
+    /// `--store LOCATION` (quoted for a POSIX shell) when `store` is given,
+    /// for a store other than the default one.
+    Cli {
+        /// The store to name.
+        store: Option<String>,
+    },
+    /// Tools of the harness that take an id and a range or a pointer:
+    /// `read(id="…", lines="A:B")`, and when `grep` is given, `or search
+    /// it with grep(id="…", pattern=…)`.
+    Tool {
+        /// The reading tool's name, such as `spill_read`.
+        read: String,
+        /// The searching tool's name, such as `spill_grep`.
+        grep: Option<String>,
+    },
 }
 
-/// The default `pointer` template with `--store DIR`.
-pub(crate) fn pointer_naming_store(root: &str) -> String {
-    naming_store(NoticeTemplates::DEFAULT_POINTER, root)
+/// `text` with its braces doubled, so that a template prints it as it is.
+fn literal(text: &str) -> String {
+    text.replace('{', "{{").replace('}', "}}")
 }
 
-fn naming_store(template: &str, root: &str) -> String {
-    let quoted = shell_quote(root);
-    let braces = quoted.replace('{', "{{").replace('}', "}}");
-    template.replacen(
-        "spillway show",
-        &format!("spillway --store {braces} show"),
-        1,
-    )
+impl ReadHint {
+    /// The `stored` template this hint gives.
+    pub fn stored(&self) -> String {
+        match self {
+            ReadHint::Id => NoticeTemplates::DEFAULT_STORED.to_string(),
+            ReadHint::Cli { store } => cli(NoticeTemplates::CLI_STORED, store.as_deref()),
+            ReadHint::Tool { read, grep } => {
+                let mut t = format!(
+                    "Output stored; read it with {}(id=\"{{short_id}}\", {{read_unit}}=\"{{read_range}}\")",
+                    literal(read)
+                );
+                if let Some(g) = grep {
+                    t.push_str(&format!(
+                        " or search it with {}(id=\"{{short_id}}\", pattern=…)",
+                        literal(g)
+                    ));
+                }
+                t
+            }
+        }
+    }
+
+    /// The `pointer` template this hint gives.
+    pub fn pointer(&self) -> String {
+        match self {
+            ReadHint::Id => NoticeTemplates::DEFAULT_POINTER.to_string(),
+            ReadHint::Cli { store } => cli(NoticeTemplates::CLI_POINTER, store.as_deref()),
+            ReadHint::Tool { read, .. } => format!(
+                "{}(id=\"{{short_id}}\", pointer=\"{{pointer}}\")",
+                literal(read)
+            ),
+        }
+    }
+}
+
+/// A CLI template with `--store STORE` in its command when a store is given.
+fn cli(template: &str, store: Option<&str>) -> String {
+    match store {
+        None => template.to_string(),
+        Some(store) => template.replacen(
+            "spillway show",
+            &format!("spillway --store {} show", literal(&shell_quote(store))),
+            1,
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -706,12 +783,12 @@ mod tests {
         }
     }
 
-    /// The default notice of a stored output fits in 256 bytes for any input
-    /// up to 64 MiB, invalid UTF-8 included, and points at one read command
-    /// with a short id; a cut inside one line asks for the exact bytes.
+    /// The notice of a stored output, with the library's default hint and
+    /// with the CLI's, fits in 256 bytes for any input up to 64 MiB,
+    /// invalid UTF-8 included, and names the object by a short id and the
+    /// omitted range; a cut inside one line names the exact bytes.
     #[test]
     fn the_default_notice_is_short_and_reads_the_right_unit() {
-        let templates = NoticeTemplates::default();
         let id = format!("blake3:{}", "ab".repeat(32));
         let max = 64u64 << 20;
         let facts = |cut| Facts {
@@ -727,34 +804,88 @@ mod tests {
             invalid_utf8: true,
             pointer: "",
         };
-        let bound = facts(Cut::Bound).render(&templates, Kind::Omitted);
-        assert!(
-            bound.len() <= NoticeTemplates::DEFAULT_STORED_MAX_LEN,
-            "{} bytes: {bound}",
-            bound.len()
-        );
-        let lines = facts(Cut::Exact {
+        let lines_cut = Cut::Exact {
             omitted_bytes: 500,
             omitted_lines: 10,
             first: 11,
             last: 20,
             bytes: (1000, 1500),
-        })
-        .render(&templates, Kind::Omitted);
-        assert!(
-            lines.contains("spillway show blake3:abababababababab --lines 11:20]"),
-            "{lines}"
-        );
-        assert!(!lines.contains("/a/very/long"));
-        let bytes = facts(Cut::Exact {
+        };
+        let bytes_cut = Cut::Exact {
             omitted_bytes: 7_000_000,
             omitted_lines: 1,
             first: 1,
             last: 1,
             bytes: (12_000, 7_012_000),
-        })
-        .render(&templates, Kind::Omitted);
-        assert!(bytes.ends_with("--bytes 12000:7012000]"), "{bytes}");
+        };
+        let cases = [
+            (
+                ReadHint::Id,
+                "blake3:abababababababab; the omitted part is lines 11:20]",
+                "bytes 12000:7012000]",
+            ),
+            (
+                ReadHint::Cli { store: None },
+                "spillway show blake3:abababababababab --lines 11:20]",
+                "--bytes 12000:7012000]",
+            ),
+        ];
+        for (hint, lines_end, bytes_end) in cases {
+            let templates = NoticeTemplates::default().with_read_hint(&hint).unwrap();
+            let bound = facts(Cut::Bound).render(&templates, Kind::Omitted);
+            assert!(
+                bound.len() <= NoticeTemplates::DEFAULT_STORED_MAX_LEN,
+                "{hint:?}: {} bytes: {bound}",
+                bound.len()
+            );
+            let lines = facts(lines_cut).render(&templates, Kind::Omitted);
+            assert!(lines.ends_with(lines_end), "{lines}");
+            assert!(!lines.contains("/a/very/long"));
+            let bytes = facts(bytes_cut).render(&templates, Kind::Omitted);
+            assert!(bytes.ends_with(bytes_end), "{bytes}");
+        }
+        assert_eq!(
+            NoticeTemplates::default(),
+            NoticeTemplates::default()
+                .with_read_hint(&ReadHint::Id)
+                .unwrap()
+        );
+    }
+
+    /// Each hint's templates are valid, and names with braces or quotes in
+    /// them print as they are.
+    #[test]
+    fn every_read_hint_makes_valid_templates() {
+        let hints = [
+            ReadHint::Id,
+            ReadHint::Cli { store: None },
+            ReadHint::Cli {
+                store: Some("/srv/it's {here}".into()),
+            },
+            ReadHint::Tool {
+                read: "spill_read".into(),
+                grep: None,
+            },
+            ReadHint::Tool {
+                read: "x{y}".into(),
+                grep: Some("g}".into()),
+            },
+        ];
+        for hint in hints {
+            let t = NoticeTemplates::default().with_read_hint(&hint).unwrap();
+            t.validate().unwrap();
+            assert!(
+                t.stored.uses(Var::ShortId) && t.pointer.uses(Var::Pointer),
+                "{hint:?}"
+            );
+        }
+        let t = NoticeTemplates::default()
+            .with_read_hint(&ReadHint::Tool {
+                read: "x{y}".into(),
+                grep: Some("g}".into()),
+            })
+            .unwrap();
+        assert!(t.stored.as_str().contains("x{{y}}(id=") && t.stored.as_str().contains("g}}(id="));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::json::Format;
-use crate::notice::{self, NoticeTemplates, Template, TemplateError};
+use crate::notice::{self, NoticeTemplates, ReadHint, Template, TemplateError};
 use crate::render::Render;
 use crate::salient::{SalientError, SalientPatterns, DEFAULT_SALIENT_PERCENT};
 pub use crate::store::Durability;
@@ -425,22 +425,25 @@ impl Policy {
         Ok(())
     }
 
-    /// This policy with a read hint that names the store at `location`, for
-    /// a store that is not the default one: the default `stored` template
-    /// becomes `spillway --store LOCATION show …`, so the hint works pasted as it is. A
-    /// custom `stored` template is kept as written. The CLI and the language
-    /// bindings all do this, so that one input gives one content everywhere.
+    /// This policy with the CLI's read hint ([`ReadHint::Cli`]) in place
+    /// of the library's default `stored` and `pointer` templates, naming
+    /// the store at `location` when one is given (a store that is not the
+    /// default one), so that the hint works pasted as it is. A template of
+    /// the caller's own is kept as written. The CLI and the language
+    /// packages all do this, so that one input gives one content everywhere.
     ///
     /// # Errors
     ///
-    /// [`PolicyError::Template`] when the path makes the template too long,
-    /// or [`PolicyError::BudgetTooSmall`] when the longer notice no longer
-    /// fits the budget.
-    pub(crate) fn naming_store(
+    /// [`PolicyError::Template`] when the location makes the template too
+    /// long, or [`PolicyError::BudgetTooSmall`] when the longer notice no
+    /// longer fits the budget.
+    pub(crate) fn with_cli_hint(
         &self,
-        location: &crate::store::Location,
+        location: Option<&crate::store::Location>,
     ) -> Result<Policy, PolicyError> {
-        let store_root = location.to_string();
+        let hint = ReadHint::Cli {
+            store: location.map(|l| l.to_string()),
+        };
         let default_stored = self.0.templates.stored.as_str() == NoticeTemplates::DEFAULT_STORED;
         let default_pointer = self.0.templates.pointer.as_str() == NoticeTemplates::DEFAULT_POINTER;
         if !default_stored && !default_pointer {
@@ -448,18 +451,22 @@ impl Policy {
         }
         let mut templates = self.0.templates.clone();
         if default_stored {
-            let text = notice::stored_naming_store(&store_root);
-            templates.stored = text.parse().map_err(|error| PolicyError::Template {
-                which: "stored",
-                error,
-            })?;
+            templates.stored = hint
+                .stored()
+                .parse()
+                .map_err(|error| PolicyError::Template {
+                    which: "stored",
+                    error,
+                })?;
         }
         if default_pointer {
-            let text = notice::pointer_naming_store(&store_root);
-            templates.pointer = text.parse().map_err(|error| PolicyError::Template {
-                which: "pointer",
-                error,
-            })?;
+            templates.pointer = hint
+                .pointer()
+                .parse()
+                .map_err(|error| PolicyError::Template {
+                    which: "pointer",
+                    error,
+                })?;
         }
         let mut config = (*self.0).clone();
         config.templates = templates;
@@ -530,6 +537,8 @@ pub struct PolicyBuilder {
     max_inline_tokens: Option<u64>,
     tokenizer: Tokenizer,
     templates: NoticeTemplates,
+    /// A read hint whose names made an invalid template.
+    hint_error: Option<TemplateError>,
     level_without_zstd: bool,
 }
 
@@ -559,6 +568,7 @@ impl PolicyBuilder {
             max_inline_tokens: None,
             tokenizer: Tokenizer::O200k,
             templates: NoticeTemplates::default(),
+            hint_error: None,
             level_without_zstd: false,
         }
     }
@@ -625,6 +635,7 @@ impl PolicyBuilder {
     /// The notice templates. Default: [`NoticeTemplates::default`].
     pub fn templates(&mut self, templates: NoticeTemplates) -> &mut Self {
         self.templates = templates;
+        self.hint_error = None;
         self
     }
 
@@ -669,6 +680,21 @@ impl PolicyBuilder {
         self
     }
 
+    /// How notices say to read back what they left out: sets the `stored`
+    /// and `pointer` templates to the hint's (the last of this and
+    /// [`templates`](Self::templates) wins). Default: [`ReadHint::Id`], the
+    /// id and the range with no command.
+    pub fn read_hint(&mut self, hint: &ReadHint) -> &mut Self {
+        match self.templates.clone().with_read_hint(hint) {
+            Ok(t) => {
+                self.templates = t;
+                self.hint_error = None;
+            }
+            Err(error) => self.hint_error = Some(error),
+        }
+        self
+    }
+
     /// Checks every value and builds the policy.
     ///
     /// # Errors
@@ -707,6 +733,12 @@ impl PolicyBuilder {
                 });
             }
         }
+        if let Some(error) = self.hint_error.clone() {
+            return Err(PolicyError::Template {
+                which: "stored",
+                error,
+            });
+        }
         self.templates
             .validate()
             .map_err(|error| PolicyError::Template {
@@ -740,10 +772,11 @@ impl PolicyBuilder {
         Ok(policy)
     }
 
-    /// Builds the policy for `store`, with a read hint that names the store
-    /// when `name_store` is set (`spillway --store LOCATION show …`, for a
-    /// store that is not the default one; a custom `stored` template is
-    /// kept as written), and
+    /// Builds the policy for `store` with the CLI's read hint
+    /// ([`ReadHint::Cli`]) wherever the templates are the library's
+    /// defaults, naming the store when `name_store` is set (`spillway
+    /// --store LOCATION show …`, for a store that is not the default one; a
+    /// template of the caller's own is kept as written), and
     /// checks the budgets against the notice this store's paths and name
     /// make. So a budget that is too small is refused once, with the
     /// smallest budget that works for this store, not one that would then
@@ -765,10 +798,9 @@ impl PolicyBuilder {
         }
         lifted.max_inline_lines = None;
         lifted.max_inline_tokens = None;
-        let mut policy = lifted.build()?;
-        if name_store {
-            policy = policy.naming_store(store.location())?;
-        }
+        let policy = lifted
+            .build()?
+            .with_cli_hint(name_store.then(|| store.location()))?;
         let mut config = (*policy.0).clone();
         config.max_inline_bytes = self.max_inline_bytes as usize;
         config.max_inline_lines = self.max_inline_lines;
@@ -1023,11 +1055,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn naming_store_names_the_store_in_the_default_hint_only() {
+    fn the_cli_hint_replaces_only_the_default_hint_and_names_the_store() {
+        let with_cli_hint_at =
+            |p: &Policy, dir: &str| p.with_cli_hint(Some(&crate::store::Location::Dir(dir.into())));
         let p = Policy::default();
-        let named = p
-            .naming_store(&crate::store::Location::Dir("/srv/spill s".into()))
-            .unwrap();
+        assert!(!p.templates().stored.as_str().contains("spillway show"));
+        let unnamed = p.with_cli_hint(None).unwrap();
+        assert!(unnamed
+            .templates()
+            .stored
+            .as_str()
+            .contains("read it with: spillway show {short_id}"));
+        assert!(unnamed
+            .templates()
+            .pointer
+            .as_str()
+            .starts_with("spillway show"));
+        let named = with_cli_hint_at(&p, "/srv/spill s").unwrap();
         let hint = named.templates().stored.as_str();
         assert!(
             hint.contains("spillway --store '/srv/spill s' show"),
@@ -1040,21 +1084,15 @@ mod tests {
             ..Default::default()
         };
         let p = Policy::builder().templates(custom).build().unwrap();
-        let kept = p
-            .naming_store(&crate::store::Location::Dir("/srv".into()))
-            .unwrap();
+        let kept = with_cli_hint_at(&p, "/srv").unwrap();
         assert_eq!(kept.templates().stored.as_str(), "read {short_id}");
         // A path that makes the notice outgrow the budget is an error that
         // says so, not a panic and not a notice past the budget.
         let long = "/x".repeat(400);
         let small = Policy::builder().max_inline_bytes(1024).build().unwrap();
-        let err = small
-            .naming_store(&crate::store::Location::Dir(long.clone().into()))
-            .unwrap_err();
+        let err = with_cli_hint_at(&small, &long).unwrap_err();
         assert!(matches!(err, PolicyError::BudgetTooSmall { .. }), "{err}");
-        assert!(Policy::default()
-            .naming_store(&crate::store::Location::Dir(long.clone().into()))
-            .is_ok());
+        assert!(with_cli_hint_at(&Policy::default(), &long).is_ok());
     }
 
     #[test]

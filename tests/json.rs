@@ -375,9 +375,12 @@ fn doc() -> impl Strategy<Value = V> {
 }
 
 fn spiller(budget: u64, format: Format, dir: &std::path::Path) -> Spiller {
+    // The CLI's read hint: the markers name `--pointer P`, which the checks
+    // below read back.
     let policy = Policy::builder()
         .max_inline_bytes(budget)
         .format(format)
+        .read_hint(&spillway::ReadHint::Cli { store: None })
         .build()
         .unwrap();
     Spiller::new(policy, Store::open(dir).unwrap()).unwrap()

@@ -26,20 +26,16 @@ impl ToolNames {
 
     /// The notice templates whose read hints name these tools.
     pub fn templates(&self) -> NoticeTemplates {
-        let braces = |s: &str| s.replace('{', "{{").replace('}', "}}");
-        let read = braces(&self.read);
-        let mut t = NoticeTemplates::default();
-        let stored = format!(
-            "Output stored; read it with {read}(id=\"{{short_id}}\", {{read_unit}}=\"{{read_range}}\") or search it with {}(id=\"{{short_id}}\", pattern=…)",
-            braces(&self.grep)
-        );
-        if let Ok(s) = stored.parse() {
-            t.stored = s;
+        let t = NoticeTemplates::default();
+        t.clone().with_read_hint(&self.read_hint()).unwrap_or(t)
+    }
+
+    /// The read hint that names these tools.
+    pub fn read_hint(&self) -> spillway::ReadHint {
+        spillway::ReadHint::Tool {
+            read: self.read.clone(),
+            grep: Some(self.grep.clone()),
         }
-        if let Ok(p) = format!("{read}(id=\"{{short_id}}\", pointer=\"{{pointer}}\")").parse() {
-            t.pointer = p;
-        }
-        t
     }
 
     /// The tool definitions, as `tools/list` gives them.

@@ -63,14 +63,16 @@ pub const SPILL_READ_STORED: &str =
 /// assert!(policy.templates().stored.as_str().contains("spill_read"));
 /// ```
 pub fn spill_read_templates() -> spillway::NoticeTemplates {
-    let mut t = spillway::NoticeTemplates::default();
-    if let Ok(stored) = SPILL_READ_STORED.parse() {
-        t.stored = stored;
+    let t = spillway::NoticeTemplates::default();
+    t.clone().with_read_hint(&spill_read_hint()).unwrap_or(t)
+}
+
+/// The registry's read hint: its [`tools::SpillRead`] tool, `spill_read`.
+pub fn spill_read_hint() -> spillway::ReadHint {
+    spillway::ReadHint::Tool {
+        read: "spill_read".into(),
+        grep: None,
     }
-    if let Ok(pointer) = SPILL_READ_POINTER.parse() {
-        t.pointer = pointer;
-    }
-    t
 }
 
 /// The `pointer` template for a registry that ships [`tools::SpillRead`]:
