@@ -90,9 +90,9 @@ pub use store::{
     default_store, ByteRange, ContentId, CorruptObject, DefaultStore, Durability, Encoding,
     GcOptions, GcReport, GrepLine, GrepOptions, GrepPattern, GrepReport, IdError, IdPrefix,
     LineRange, Location, Misplaced, ObjectWriter, PatternError, RangeError, ReadReport, References,
-    Selection, Stats, Store, StoreError, StoreErrorKind, StoredObject, VerifyReport, WriteOptions,
-    DEFAULT_TEMP_GRACE, LAYOUT_VERSION, MAX_MATCHED_LINE, MAX_OBJECT_BYTES, MIN_PREFIX_DIGITS,
-    ZSTD_SUFFIX,
+    Selection, SpillSink, SpillWriter, Stats, Store, StoreError, StoreErrorKind, StoredObject,
+    VerifyReport, WriteOptions, DEFAULT_TEMP_GRACE, LAYOUT_VERSION, MAX_MATCHED_LINE,
+    MAX_OBJECT_BYTES, MIN_PREFIX_DIGITS, ZSTD_SUFFIX,
 };
 /// The store's test seams: fault injection and the crash model (the
 /// `test-seams` feature; not public API).

@@ -466,3 +466,137 @@ fn the_s3_backend_works_inside_an_async_runtime() {
         assert_eq!(read, b"line 2\nline 3\n");
     }
 }
+
+/// A harness's own sink: what the stage spills arrives whole under the id
+/// spillway computed, its failures give a bounded preview that says so, and
+/// the store's reads say the sink is the harness's to read.
+mod harness_sink {
+    use std::sync::{Arc, Mutex};
+
+    use spillway::{
+        ContentId, Encoding, Policy, Selection, SpillSink, SpillWriter, Spiller, Store, StoreError,
+        StoreErrorKind,
+    };
+
+    type Kept = Arc<Mutex<Vec<(ContentId, Vec<u8>)>>>;
+
+    #[derive(Debug, Clone, Default)]
+    struct Blobs {
+        kept: Kept,
+        /// Fail `begin`, fail the Nth write, or name a location too long.
+        fail_begin: bool,
+        fail_write_at: Option<usize>,
+        overlong: bool,
+    }
+
+    struct Blob {
+        blobs: Blobs,
+        bytes: Vec<u8>,
+        writes: usize,
+    }
+
+    impl SpillSink for Blobs {
+        fn name(&self) -> String {
+            "blobs".into()
+        }
+        fn begin(&self) -> Result<Box<dyn SpillWriter>, StoreError> {
+            if self.fail_begin {
+                return Err(StoreError::Config {
+                    reason: "the blob service is down".into(),
+                });
+            }
+            Ok(Box::new(Blob {
+                blobs: self.clone(),
+                bytes: Vec::new(),
+                writes: 0,
+            }))
+        }
+        fn max_location_len(&self) -> usize {
+            "blobs/".len() + 71
+        }
+    }
+
+    impl SpillWriter for Blob {
+        fn write(&mut self, data: &[u8]) -> std::io::Result<()> {
+            self.writes += 1;
+            if self.blobs.fail_write_at == Some(self.writes) {
+                return Err(std::io::Error::other("connection reset"));
+            }
+            self.bytes.extend_from_slice(data);
+            Ok(())
+        }
+        fn publish(self: Box<Self>, id: &ContentId) -> Result<String, StoreError> {
+            let location = if self.blobs.overlong {
+                format!("blobs/{id}/and/much/more")
+            } else {
+                format!("blobs/{id}")
+            };
+            self.blobs.kept.lock().unwrap().push((*id, self.bytes));
+            Ok(location)
+        }
+    }
+
+    fn spiller(blobs: Blobs) -> Spiller {
+        let policy = Policy::builder().max_inline_bytes(2048).build().unwrap();
+        Spiller::new(policy, Store::from_sink(blobs)).unwrap()
+    }
+
+    fn input() -> Vec<u8> {
+        super::numbered(50_000)
+    }
+
+    #[test]
+    fn a_spill_arrives_whole_under_its_id() {
+        let blobs = Blobs::default();
+        let kept = blobs.kept.clone();
+        let sp = spiller(blobs);
+        assert_eq!(sp.store().location().to_string(), "blobs");
+        let mut stage = sp.stage();
+        for chunk in input().chunks(7777) {
+            std::io::Write::write_all(&mut stage, chunk).unwrap();
+        }
+        let outcome = stage.finish().unwrap();
+        assert!(outcome.spilled && outcome.content.len() <= 2048);
+        let spill = outcome.spill.unwrap();
+        assert_eq!(spill.id, ContentId::of(&input()));
+        assert_eq!(spill.path.to_str().unwrap(), format!("blobs/{}", spill.id));
+        assert_eq!(spill.encoding, Encoding::Raw);
+        assert_eq!(spill.bytes, input().len() as u64);
+        let kept = kept.lock().unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!((kept[0].0, &kept[0].1), (spill.id, &input()));
+        // Reading back is the harness's business, and the store says so.
+        let err = sp.store().read(&spill.id, &Selection::All).unwrap_err();
+        assert_eq!(err.kind(), StoreErrorKind::Config, "{err}");
+    }
+
+    #[test]
+    fn a_failing_sink_still_gives_a_bounded_preview_that_says_so() {
+        for blobs in [
+            Blobs {
+                fail_begin: true,
+                ..Blobs::default()
+            },
+            Blobs {
+                fail_write_at: Some(1),
+                ..Blobs::default()
+            },
+            Blobs {
+                overlong: true,
+                ..Blobs::default()
+            },
+        ] {
+            let what = format!("{blobs:?}");
+            let outcome = spiller(blobs).apply(&input()).unwrap();
+            assert!(outcome.spilled && outcome.content.len() <= 2048, "{what}");
+            assert!(outcome.spill.is_none(), "{what}");
+            let error = outcome.store_error.as_deref().unwrap();
+            assert!(
+                outcome.content.contains("could not be saved"),
+                "{what}: {}",
+                outcome.content
+            );
+            assert!(!error.is_empty());
+        }
+    }
+}

@@ -35,6 +35,9 @@ pub enum Location {
         /// The prefix every key of the store starts with.
         prefix: String,
     },
+    /// A harness's own sink ([`Store::from_sink`](crate::Store::from_sink)),
+    /// by the name it gives.
+    Sink(String),
 }
 
 impl Location {
@@ -42,7 +45,7 @@ impl Location {
     pub fn as_dir(&self) -> Option<&std::path::Path> {
         match self {
             Location::Dir(d) => Some(d),
-            Location::S3 { .. } => None,
+            Location::S3 { .. } | Location::Sink(_) => None,
         }
     }
 
@@ -60,6 +63,7 @@ impl fmt::Display for Location {
             Location::Dir(d) => write!(f, "{}", d.display()),
             Location::S3 { bucket, prefix } if prefix.is_empty() => write!(f, "s3://{bucket}"),
             Location::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
+            Location::Sink(name) => f.write_str(name),
         }
     }
 }

@@ -67,6 +67,7 @@ mod read;
 #[cfg(feature = "s3")]
 mod remote;
 mod seam;
+mod sink;
 mod write;
 
 pub(crate) use backend::Backend;
@@ -87,6 +88,7 @@ pub use remote::S3Options;
 #[cfg(feature = "test-seams")]
 pub use seam::FaultPlan;
 pub use seam::FaultPoint;
+pub use sink::{SpillSink, SpillWriter};
 pub use write::ObjectWriter;
 
 use std::fmt;
@@ -727,6 +729,14 @@ impl Store {
     #[cfg(feature = "s3")]
     pub fn open_s3(opts: &S3Options) -> Result<Store, StoreError> {
         remote::open(opts)
+    }
+
+    /// A store that spills into a harness's own blob storage: writes go to
+    /// `sink`, published under the id spillway computed; the store's read,
+    /// list and maintenance operations say the sink is the harness's to
+    /// read. See [`SpillSink`].
+    pub fn from_sink(sink: impl SpillSink + 'static) -> Store {
+        Store(Arc::new(sink::SinkBackend::new(Box::new(sink))))
     }
 
     pub(crate) fn backend(&self) -> &dyn Backend {

@@ -127,9 +127,11 @@ const MIN_SAMPLE: usize = 4 << 10;
 /// one single-threaded frame.
 const MULTITHREAD_AFTER: u64 = 8 << 20;
 
-/// Where the stored bytes go: a temp file, or an upload to S3.
+/// Where the stored bytes go: a temp file, an upload to S3, or a harness's
+/// sink.
 enum Out {
     File(FileSink),
+    Sink(super::sink::SinkOut),
     #[cfg(feature = "s3")]
     Upload(super::remote::Upload),
 }
@@ -138,6 +140,7 @@ impl Write for Out {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Out::File(f) => f.write(buf),
+            Out::Sink(s) => s.write(buf),
             #[cfg(feature = "s3")]
             Out::Upload(u) => u.write(buf),
         }
@@ -212,6 +215,21 @@ impl ObjectWriter {
                 Encoding::Raw => Sink::Raw(out),
                 Encoding::Zstd => Sink::Undecided(out),
             }),
+            hasher: blake3::Hasher::new(),
+            block: Vec::new(),
+            bytes: 0,
+            opts,
+        }
+    }
+
+    /// A writer whose bytes go to a harness's sink as they come.
+    pub(crate) fn sink(out: super::sink::SinkOut, opts: WriteOptions) -> Self {
+        let label = out.label.clone();
+        ObjectWriter {
+            local: None,
+            temp: None,
+            label,
+            sink: Some(Sink::Raw(Out::Sink(out))),
             hasher: blake3::Hasher::new(),
             block: Vec::new(),
             bytes: 0,
@@ -434,10 +452,12 @@ impl ObjectWriter {
             }
             None => return Err(after_failure(&path)),
         };
-        // Without the `s3` feature a file is the only destination.
-        #[allow(clippy::infallible_destructuring_match)]
         let file = match out {
             Out::File(file) => file,
+            Out::Sink(sink) => {
+                let id = ContentId::from_hash(self.hasher.finalize());
+                return sink.publish(id, self.bytes);
+            }
             #[cfg(feature = "s3")]
             Out::Upload(upload) => {
                 let id = ContentId::from_hash(self.hasher.finalize());
