@@ -497,7 +497,10 @@ fn json(c: &mut Criterion) {
             continue;
         }
         for (kind, input) in [("records", json_doc(len)), ("articles", json_articles(len))] {
-            assert_eq!(json.apply(&input).unwrap().format, spillway::Format::Json);
+            assert_eq!(
+                json.apply(&input).unwrap().format,
+                spillway::ContentFormat::Json
+            );
             let mut g = c.benchmark_group(format!("json/{kind}"));
             g.throughput(Throughput::Bytes(len as u64));
             g.measurement_time(measurement(len))

@@ -57,6 +57,7 @@ compile_error!(
 mod json;
 mod measure;
 mod notice;
+mod outcome;
 mod policy;
 mod preview;
 mod render;
@@ -82,7 +83,8 @@ pub use render::Render;
 pub use salient::{SalientError, SalientPatterns, DEFAULT_SALIENT, DEFAULT_SALIENT_PERCENT};
 pub use tokens::Tokenizer;
 
-pub use stage::{FinishError, Outcome, Spiller, Stage};
+pub use outcome::{ContentFormat, Outcome, StoreFailure, TokenCount};
+pub use stage::{FinishError, Spiller, Stage};
 
 #[cfg(feature = "s3")]
 pub use store::S3Options;

@@ -3,16 +3,14 @@
 use std::fmt;
 use std::io;
 
-use serde::Serialize;
-
 use crate::json::{Format, Hint, JsonSketch, JsonStage};
 use crate::measure::{count_lines, Measure};
 use crate::notice::{one_line, pointer_hint, NoticeTemplates, MAX_ERROR_BYTES};
+use crate::outcome::{ContentFormat, Outcome, StoreFailure, TokenCount};
 use crate::policy::{OnStoreError, Policy, PolicyError};
 use crate::preview::{self, TAIL_CONTEXT};
 use crate::render::{self, Parts, Render, Renderer};
-use crate::store::{ObjectWriter, Store, StoreError, StoreErrorKind, StoredObject};
-use crate::tokens::Tokenizer;
+use crate::store::{ObjectWriter, Store, StoreError, StoredObject};
 
 /// A policy bound to a store, checked once; makes [`Stage`]s.
 ///
@@ -123,67 +121,6 @@ impl Spiller {
         stage.feed(input);
         stage.finish()
     }
-}
-
-/// What a stage produced: the model-facing text and the facts behind it.
-///
-/// Serialized with serde, its fields are the stable JSON output of
-/// `spillway apply --json`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct Outcome {
-    /// Whether the content is a preview rather than the input verbatim.
-    pub spilled: bool,
-    /// The model-facing text.
-    pub content: String,
-    /// Bytes in the input.
-    pub total_bytes: u64,
-    /// Lines in the input (a last line without `\n` counts).
-    pub total_lines: u64,
-    /// `content[..head_bytes]` is a prefix of the input (of its lossy
-    /// decoding when the input is not UTF-8).
-    pub head_bytes: usize,
-    /// The last `tail_bytes` bytes of `content` are a suffix of the input.
-    pub tail_bytes: usize,
-    /// Input bytes that are in neither the head nor the tail.
-    pub omitted_bytes: u64,
-    /// Input lines with at least one omitted byte.
-    pub omitted_lines: u64,
-    /// The first and last of those lines, 1-based, inclusive.
-    pub omitted_range: Option<[u64; 2]>,
-    /// Whether the input is not valid UTF-8 (it is stored byte-exact).
-    pub invalid_utf8: bool,
-    /// Whether the input contains NUL bytes (the content is a description).
-    pub binary: bool,
-    /// The stored full output, when it was stored.
-    pub spill: Option<StoredObject>,
-    /// Why the full output could not be stored, when it could not.
-    pub store_error: Option<String>,
-    /// What kind of failure that was, for a harness to branch on.
-    pub store_error_kind: Option<StoreErrorKind>,
-    /// The content's format: [`Format::Json`] when it is a JSON preview
-    /// (then `head_bytes` and `tail_bytes` are 0, `omitted_bytes` counts
-    /// the raw bytes the markers stand for, and the line fields of the
-    /// omitted part are 0 and `None`: each marker says where its part is),
-    /// else [`Format::Text`].
-    pub format: Format,
-    /// With [`Format::Json`] in the policy, why the input got the text
-    /// preview instead (it is not one JSON document, or the budget cannot
-    /// hold a JSON preview).
-    pub json_error: Option<String>,
-    /// Whether the terminal render changed the text ([`Render::Terminal`]:
-    /// escape sequences removed, overwritten frames dropped, repeats
-    /// folded, invalid UTF-8 replaced). Then `head_bytes` and `tail_bytes`
-    /// count rendered text, while every other count, range and the stored
-    /// object are of the raw input.
-    pub rendered: bool,
-    /// The raw line numbers of the salient lines the preview shows between
-    /// its head and its notice.
-    pub salient_lines: Vec<u64>,
-    /// The content's length in tokens, when the policy has a token budget.
-    pub content_tokens: Option<u64>,
-    /// The tokenizer `content_tokens` was counted with.
-    pub tokenizer: Option<Tokenizer>,
 }
 
 /// `finish()` failed because the store failed and the policy says
@@ -567,8 +504,7 @@ fn fits(policy: &Policy, content: &str) -> Option<Option<u64>> {
 }
 
 fn set_tokens(o: &mut Outcome, policy: &Policy, tokens: Option<u64>) {
-    o.content_tokens = tokens;
-    o.tokenizer = tokens.map(|_| policy.tokenizer());
+    o.tokens = tokens.map(|n| TokenCount::new(n, policy.tokenizer()));
 }
 
 fn inline(content: String, lines: u64, total_bytes: u64) -> Outcome {
@@ -585,13 +521,10 @@ fn inline(content: String, lines: u64, total_bytes: u64) -> Outcome {
         binary: false,
         spill: None,
         store_error: None,
-        store_error_kind: None,
-        format: Format::Text,
-        json_error: None,
+        format: ContentFormat::TEXT,
         rendered: false,
         salient_lines: Vec::new(),
-        content_tokens: None,
-        tokenizer: None,
+        tokens: None,
         content,
     }
 }
@@ -661,8 +594,7 @@ fn conclude(
         ),
         Err(_) => (None, stored.as_ref().err()),
     };
-    let store_error = error.map(ToString::to_string);
-    let store_error_kind = error.map(StoreError::kind);
+    let store_error = error.map(StoreFailure::of);
     let mut json_error = None;
     let sketch: Option<JsonSketch> = match json {
         Some(_) if f.binary || !f.valid_utf8 => {
@@ -693,7 +625,6 @@ fn conclude(
                 o.invalid_utf8 = !f.valid_utf8;
                 o.spill = spill;
                 o.store_error = store_error;
-                o.store_error_kind = store_error_kind;
                 set_tokens(&mut o, policy, tokens);
                 return failed_or(o, policy, stored);
             }
@@ -798,13 +729,14 @@ fn conclude(
         binary: f.binary,
         spill,
         store_error,
-        store_error_kind,
-        format: if is_json { Format::Json } else { Format::Text },
-        json_error,
+        format: if is_json {
+            ContentFormat::Json
+        } else {
+            ContentFormat::Text { json_error }
+        },
         rendered: rendered_changed && !is_json,
         salient_lines,
-        content_tokens,
-        tokenizer: content_tokens.map(|_| policy.tokenizer()),
+        tokens: content_tokens.map(|n| TokenCount::new(n, policy.tokenizer())),
     };
     failed_or(outcome, policy, stored)
 }
@@ -822,19 +754,6 @@ fn failed_or(
             error,
         }),
         _ => Ok(outcome),
-    }
-}
-
-impl Outcome {
-    /// Whether the content is the input unchanged: nothing omitted, nothing
-    /// rendered differently.
-    pub fn is_verbatim(&self) -> bool {
-        !self.spilled && !self.rendered
-    }
-
-    /// Whether the store was asked to keep the output and could not.
-    pub fn store_failed(&self) -> bool {
-        self.store_error.is_some()
     }
 }
 

@@ -590,7 +590,11 @@ mod harness_sink {
             let outcome = spiller(blobs).apply(&input()).unwrap();
             assert!(outcome.spilled && outcome.content.len() <= 2048, "{what}");
             assert!(outcome.spill.is_none(), "{what}");
-            let error = outcome.store_error.as_deref().unwrap();
+            let error = outcome
+                .store_error
+                .as_ref()
+                .map(|f| f.message.as_str())
+                .unwrap();
             assert!(
                 outcome.content.contains("could not be saved"),
                 "{what}: {}",

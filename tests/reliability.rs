@@ -86,10 +86,15 @@ fn every_injected_fault_leaves_an_honest_preview_and_a_consistent_store() {
                     support::check_rules(&input, &p, &o);
                     let err = o
                         .store_error
-                        .as_deref()
+                        .as_ref()
+                        .map(|f| f.message.as_str())
                         .unwrap_or_else(|| panic!("{point:?} #{nth}: no error reported"));
                     assert!(err.contains(text), "{point:?} #{nth}: {err}");
-                    assert_eq!(o.store_error_kind, Some(kind), "{point:?} #{nth}: {err}");
+                    assert_eq!(
+                        o.store_error.as_ref().map(|f| f.kind),
+                        Some(kind),
+                        "{point:?} #{nth}: {err}"
+                    );
                     assert!(o.spill.is_none());
                     assert!(
                         o.content.contains("The full output could not be saved"),

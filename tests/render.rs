@@ -472,8 +472,8 @@ proptest! {
         let o = spiller(&b, &store).apply(&input).unwrap();
         let n = tokenizer.count(&o.content) as u64;
         prop_assert!(n <= max, "{} tokens > {}", n, max);
-        prop_assert_eq!(o.content_tokens, Some(n));
-        prop_assert_eq!(o.tokenizer, Some(tokenizer));
+        prop_assert_eq!(o.tokens.map(|t| t.count), Some(n));
+        prop_assert_eq!(o.tokens.map(|t| t.tokenizer), Some(tokenizer));
         prop_assert!(o.content.len() <= 32 << 10);
     }
 }

@@ -252,9 +252,12 @@ fn a_store_that_cannot_be_written_still_gives_a_bounded_preview() {
         .unwrap();
     check_rules(&input, &policy, &o);
     assert!(o.spill.is_none());
-    let err = o.store_error.as_deref().unwrap();
+    let err = o.store_error.as_ref().map(|f| f.message.as_str()).unwrap();
     assert!(err.contains("not-a-dir"), "{err}");
-    assert_eq!(o.store_error_kind, Some(StoreErrorKind::NotRegularFile));
+    assert_eq!(
+        o.store_error.as_ref().map(|f| f.kind),
+        Some(StoreErrorKind::NotRegularFile)
+    );
     assert!(o.content.contains("could not be saved"));
     assert!(o
         .content

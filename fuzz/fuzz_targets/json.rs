@@ -151,7 +151,7 @@ fuzz_target!(|c: Case| {
     }
     assert_eq!(whole, chunked);
     let valid = serde_json::from_slice::<serde::de::IgnoredAny>(&input).is_ok();
-    if whole.format == Format::Json {
+    if whole.format.is_json() {
         assert!(whole.spilled);
         serde_json::from_str::<serde::de::IgnoredAny>(&whole.content)
             .unwrap_or_else(|e| panic!("the preview is not JSON: {e}: {}", whole.content));
@@ -159,9 +159,9 @@ fuzz_target!(|c: Case| {
         // A valid document falls back only when the budget cannot hold a
         // JSON preview, or a key is too long.
         assert!(
-            whole.json_error.is_some() || c.auto,
+            whole.format.json_error().is_some() || c.auto,
             "{:?}",
-            whole.json_error
+            whole.format.json_error()
         );
     }
     if let Some(spill) = &whole.spill {

@@ -39,7 +39,7 @@ pub fn check(data: &[u8]) {
     if let Some(l) = policy.max_inline_lines() {
         assert!(one.content.lines().count() as u64 <= l);
     }
-    if let (Some(max), Some(n)) = (policy.max_inline_tokens(), one.content_tokens) {
+    if let (Some(max), Some(n)) = (policy.max_inline_tokens(), one.tokens.map(|t| t.count)) {
         assert!(n <= max);
         assert_eq!(n, Tokenizer::Approx.count(&one.content) as u64);
     }

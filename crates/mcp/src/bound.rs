@@ -231,11 +231,13 @@ struct Structured {
 fn json_preview(spiller: &Spiller, budget: usize, text: &str) -> Structured {
     match apply(spiller, budget, Format::Json, text.as_bytes()) {
         Some(o) => Structured {
-            value: (o.format == Format::Json)
+            value: o
+                .format
+                .is_json()
                 .then(|| serde_json::from_str(&o.content).ok())
                 .flatten(),
             spill: o.spill,
-            store_error: o.store_error,
+            store_error: o.store_error.map(|f| f.message),
         },
         None => Structured {
             value: None,
