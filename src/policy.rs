@@ -521,70 +521,45 @@ impl Policy {
 }
 
 /// Builds a [`Policy`]. Every setter documents its default.
-#[derive(Clone, Debug)]
+///
+/// The builder holds a [`PolicyConfig`], the one list of the settings: a
+/// setter writes its field, and [`build`](Self::build) checks them all,
+/// once, whichever way they were given (in code, from a config file, from
+/// flags).
+#[derive(Clone, Debug, Default)]
 pub struct PolicyBuilder {
-    max_inline_bytes: u64,
-    max_inline_lines: Option<u64>,
-    head_percent: u64,
-    max_spill_bytes: u64,
-    compression: Compression,
-    on_store_error: OnStoreError,
-    durability: Durability,
-    format: Format,
-    render: Render,
-    salient: Result<SalientPatterns, SalientError>,
-    salient_percent: u64,
-    max_inline_tokens: Option<u64>,
-    tokenizer: Tokenizer,
-    templates: NoticeTemplates,
-    /// A read hint whose names made an invalid template.
-    hint_error: Option<TemplateError>,
-    level_without_zstd: bool,
+    config: PolicyConfig,
 }
 
-impl Default for PolicyBuilder {
-    fn default() -> Self {
-        Self::new()
+impl From<PolicyConfig> for PolicyBuilder {
+    fn from(config: PolicyConfig) -> Self {
+        PolicyBuilder { config }
     }
 }
 
 impl PolicyBuilder {
     /// A builder holding the defaults.
     pub fn new() -> Self {
-        PolicyBuilder {
-            max_inline_bytes: DEFAULT_MAX_INLINE_BYTES as u64,
-            max_inline_lines: None,
-            head_percent: u64::from(DEFAULT_HEAD_PERCENT),
-            max_spill_bytes: DEFAULT_MAX_SPILL_BYTES,
-            compression: Compression::Zstd {
-                level: DEFAULT_ZSTD_LEVEL,
-            },
-            on_store_error: OnStoreError::Preview,
-            durability: Durability::Durable,
-            format: Format::Text,
-            render: Render::Terminal,
-            salient: Ok(SalientPatterns::default()),
-            salient_percent: u64::from(DEFAULT_SALIENT_PERCENT),
-            max_inline_tokens: None,
-            tokenizer: Tokenizer::O200k,
-            templates: NoticeTemplates::default(),
-            hint_error: None,
-            level_without_zstd: false,
-        }
+        PolicyBuilder::default()
+    }
+
+    /// The settings given so far, as a config.
+    pub fn config(&self) -> &PolicyConfig {
+        &self.config
     }
 
     /// The cap on the model-facing text in UTF-8 bytes, notice included.
     /// From the longest notice (about 400 bytes with the default templates)
     /// up to 64 MiB. Default: 32 KiB ([`DEFAULT_MAX_INLINE_BYTES`]).
     pub fn max_inline_bytes(&mut self, bytes: u64) -> &mut Self {
-        self.max_inline_bytes = bytes;
+        self.config.max_inline_bytes = Some(ByteSize::new(bytes));
         self
     }
 
     /// An optional cap on the model-facing text in lines, notice included.
     /// Default: `None` (no line cap).
     pub fn max_inline_lines(&mut self, lines: Option<u64>) -> &mut Self {
-        self.max_inline_lines = lines;
+        self.config.max_inline_lines = lines;
         self
     }
 
@@ -592,7 +567,7 @@ impl PolicyBuilder {
     /// the rest and whatever the head leaves unused. Default: 30
     /// ([`DEFAULT_HEAD_PERCENT`]).
     pub fn head_percent(&mut self, percent: u64) -> &mut Self {
-        self.head_percent = percent;
+        self.config.head_percent = Some(percent);
         self
     }
 
@@ -601,48 +576,49 @@ impl PolicyBuilder {
     /// and the notice says how many bytes were not stored. Default: 64 MiB
     /// ([`DEFAULT_MAX_SPILL_BYTES`]).
     pub fn max_spill_bytes(&mut self, bytes: u64) -> &mut Self {
-        self.max_spill_bytes = bytes;
+        self.config.max_spill_bytes = Some(ByteSize::new(bytes));
         self
     }
 
     /// How stored objects are compressed. Default: zstd level 1, which cuts
     /// the disk use of logs about fivefold.
     pub fn compression(&mut self, compression: Compression) -> &mut Self {
-        self.compression = compression;
-        self.level_without_zstd = false;
+        (self.config.compression, self.config.zstd_level) = match compression {
+            Compression::None => (Some(CompressionKind::None), None),
+            Compression::Zstd { level } => (Some(CompressionKind::Zstd), Some(level)),
+        };
         self
     }
 
     /// What happens when the store fails. Default: [`OnStoreError::Preview`].
     pub fn on_store_error(&mut self, mode: OnStoreError) -> &mut Self {
-        self.on_store_error = mode;
+        self.config.on_store_error = Some(mode);
         self
     }
 
     /// When stored objects are durable. Default: [`Durability::Durable`].
     pub fn durability(&mut self, durability: Durability) -> &mut Self {
-        self.durability = durability;
+        self.config.durability = Some(durability);
         self
     }
 
     /// How the input is read when a preview is built: lines of text, or a
     /// JSON document whose preview stays JSON. Default: [`Format::Text`].
     pub fn format(&mut self, format: Format) -> &mut Self {
-        self.format = format;
+        self.config.format = Some(format);
         self
     }
 
     /// The notice templates. Default: [`NoticeTemplates::default`].
     pub fn templates(&mut self, templates: NoticeTemplates) -> &mut Self {
-        self.templates = templates;
-        self.hint_error = None;
+        self.config.notice = Some(NoticeConfig::differing(&templates));
         self
     }
 
     /// What the model-facing text is made of: the raw bytes, or what a
     /// terminal would show. Default: [`Render::Terminal`].
     pub fn render(&mut self, render: Render) -> &mut Self {
-        self.render = render;
+        self.config.render = Some(render);
         self
     }
 
@@ -650,33 +626,38 @@ impl PolicyBuilder {
     /// the lines an omitted middle shows between the head and the tail;
     /// none turns salient lines off. They are found in the rendered text,
     /// so they apply with [`Render::Terminal`]. Default:
-    /// [`DEFAULT_SALIENT`](crate::salient::DEFAULT_SALIENT).
+    /// [`DEFAULT_SALIENT`](crate::DEFAULT_SALIENT).
     pub fn salient<I, S>(&mut self, patterns: I) -> &mut Self
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        self.salient = SalientPatterns::new(patterns);
+        self.config.salient = Some(
+            patterns
+                .into_iter()
+                .map(|p| p.as_ref().to_owned())
+                .collect(),
+        );
         self
     }
 
     /// The most of the budget, in percent, that salient lines take (0 to
     /// 100). Default: 20.
     pub fn salient_percent(&mut self, percent: u64) -> &mut Self {
-        self.salient_percent = percent;
+        self.config.salient_percent = Some(percent);
         self
     }
 
     /// An optional cap on the model-facing text in tokens, notice included,
     /// counted with [`tokenizer`](PolicyBuilder::tokenizer). Default: `None`.
     pub fn max_inline_tokens(&mut self, tokens: Option<u64>) -> &mut Self {
-        self.max_inline_tokens = tokens;
+        self.config.max_inline_tokens = tokens;
         self
     }
 
     /// How tokens are counted. Default: [`Tokenizer::O200k`].
     pub fn tokenizer(&mut self, tokenizer: Tokenizer) -> &mut Self {
-        self.tokenizer = tokenizer;
+        self.config.tokenizer = Some(tokenizer);
         self
     }
 
@@ -685,42 +666,51 @@ impl PolicyBuilder {
     /// [`templates`](Self::templates) wins). Default: [`ReadHint::Id`], the
     /// id and the range with no command.
     pub fn read_hint(&mut self, hint: &ReadHint) -> &mut Self {
-        match self.templates.clone().with_read_hint(hint) {
-            Ok(t) => {
-                self.templates = t;
-                self.hint_error = None;
-            }
-            Err(error) => self.hint_error = Some(error),
-        }
+        let notice = self.config.notice.get_or_insert_with(NoticeConfig::default);
+        notice.stored = Some(hint.stored());
+        notice.pointer = Some(hint.pointer());
         self
     }
 
-    /// Checks every value and builds the policy.
+    /// Checks every value and builds the policy: the one place a setting is
+    /// checked.
     ///
     /// # Errors
     ///
     /// A [`PolicyError`] naming the first bad value.
     pub fn build(&self) -> Result<Policy, PolicyError> {
-        if self.max_inline_bytes > MAX_INLINE_BYTES_LIMIT as u64 {
+        let c = &self.config;
+        let max_inline_bytes = c
+            .max_inline_bytes
+            .map_or(DEFAULT_MAX_INLINE_BYTES as u64, ByteSize::get);
+        if max_inline_bytes > MAX_INLINE_BYTES_LIMIT as u64 {
             return Err(PolicyError::BudgetTooLarge {
-                got: self.max_inline_bytes,
+                got: max_inline_bytes,
             });
         }
-        if self.head_percent > 100 {
-            return Err(PolicyError::HeadPercent(self.head_percent));
+        let head_percent = c.head_percent.unwrap_or(u64::from(DEFAULT_HEAD_PERCENT));
+        if head_percent > 100 {
+            return Err(PolicyError::HeadPercent(head_percent));
         }
-        if self.max_spill_bytes > MAX_SPILL_BYTES_LIMIT {
+        let max_spill_bytes = c
+            .max_spill_bytes
+            .map_or(DEFAULT_MAX_SPILL_BYTES, ByteSize::get);
+        if max_spill_bytes > MAX_SPILL_BYTES_LIMIT {
             return Err(PolicyError::SpillCeilingTooLarge {
-                got: self.max_spill_bytes,
+                got: max_spill_bytes,
             });
         }
-        if self.max_spill_bytes == 0 {
+        if max_spill_bytes == 0 {
             return Err(PolicyError::SpillCeilingZero);
         }
-        if self.level_without_zstd {
-            return Err(PolicyError::LevelWithoutZstd);
-        }
-        if let Compression::Zstd { level } = self.compression {
+        let compression = match (c.compression, c.zstd_level) {
+            (Some(CompressionKind::None), Some(_)) => return Err(PolicyError::LevelWithoutZstd),
+            (Some(CompressionKind::None), None) => Compression::None,
+            (_, level) => Compression::Zstd {
+                level: level.unwrap_or(DEFAULT_ZSTD_LEVEL),
+            },
+        };
+        if let Compression::Zstd { level } = compression {
             // The documented levels, 1 to 22. zstd also takes 0 (its
             // default, 3 in disguise) and negative "fast" levels, which
             // compress worse than level 1 for no gain here.
@@ -733,40 +723,45 @@ impl PolicyBuilder {
                 });
             }
         }
-        if let Some(error) = self.hint_error.clone() {
-            return Err(PolicyError::Template {
-                which: "stored",
-                error,
-            });
-        }
-        self.templates
+        let templates = match &c.notice {
+            None => NoticeTemplates::default(),
+            Some(n) => n.templates()?,
+        };
+        templates
             .validate()
             .map_err(|error| PolicyError::Template {
                 which: "stored/unsaved/pointer",
                 error,
             })?;
-        if self.salient_percent > 100 {
-            return Err(PolicyError::SalientPercent(self.salient_percent));
+        let salient_percent = c
+            .salient_percent
+            .unwrap_or(u64::from(DEFAULT_SALIENT_PERCENT));
+        if salient_percent > 100 {
+            return Err(PolicyError::SalientPercent(salient_percent));
         }
-        if self.max_inline_tokens.is_some() && !self.tokenizer.is_available() {
-            return Err(PolicyError::TokenizerUnavailable(self.tokenizer));
+        let tokenizer = c.tokenizer.unwrap_or_default();
+        if c.max_inline_tokens.is_some() && !tokenizer.is_available() {
+            return Err(PolicyError::TokenizerUnavailable(tokenizer));
         }
-        let salient = self.salient.clone().map_err(PolicyError::Salient)?;
+        let salient = match &c.salient {
+            None => SalientPatterns::default(),
+            Some(p) => SalientPatterns::new(p).map_err(PolicyError::Salient)?,
+        };
         let policy = Policy(Arc::new(Config {
-            max_inline_bytes: self.max_inline_bytes as usize,
-            max_inline_lines: self.max_inline_lines,
-            head_percent: self.head_percent as u8,
-            max_spill_bytes: self.max_spill_bytes,
-            compression: self.compression,
-            on_store_error: self.on_store_error,
-            durability: self.durability,
-            format: self.format,
-            render: self.render,
+            max_inline_bytes: max_inline_bytes as usize,
+            max_inline_lines: c.max_inline_lines,
+            head_percent: head_percent as u8,
+            max_spill_bytes,
+            compression,
+            on_store_error: c.on_store_error.unwrap_or(OnStoreError::Preview),
+            durability: c.durability.unwrap_or(Durability::Durable),
+            format: c.format.unwrap_or(Format::Text),
+            render: c.render.unwrap_or(Render::Terminal),
             salient,
-            salient_percent: self.salient_percent as u8,
-            max_inline_tokens: self.max_inline_tokens,
-            tokenizer: self.tokenizer,
-            templates: self.templates.clone(),
+            salient_percent: salient_percent as u8,
+            max_inline_tokens: c.max_inline_tokens,
+            tokenizer,
+            templates,
         }));
         policy.check_fits(0)?;
         Ok(policy)
@@ -776,11 +771,11 @@ impl PolicyBuilder {
     /// ([`ReadHint::Cli`]) wherever the templates are the library's
     /// defaults, naming the store when `name_store` is set (`spillway
     /// --store LOCATION show …`, for a store that is not the default one; a
-    /// template of the caller's own is kept as written), and
-    /// checks the budgets against the notice this store's paths and name
-    /// make. So a budget that is too small is refused once, with the
-    /// smallest budget that works for this store, not one that would then
-    /// be refused again for the store's name or its paths.
+    /// template of the caller's own is kept as written), and checks the
+    /// budgets against the notice this store's paths and name make. So a
+    /// budget that is too small is refused once, with the smallest budget
+    /// that works for this store, not one that would then be refused again
+    /// for the store's name or its paths.
     ///
     /// # Errors
     ///
@@ -793,18 +788,21 @@ impl PolicyBuilder {
         // Everything but the budgets is checked as `build` checks it; the
         // budgets are checked last, against the notice as it will be.
         let mut lifted = self.clone();
-        if lifted.max_inline_bytes <= MAX_INLINE_BYTES_LIMIT as u64 {
-            lifted.max_inline_bytes = MAX_INLINE_BYTES_LIMIT as u64;
+        let bytes = self
+            .config
+            .max_inline_bytes
+            .map_or(DEFAULT_MAX_INLINE_BYTES as u64, ByteSize::get);
+        if bytes <= MAX_INLINE_BYTES_LIMIT as u64 {
+            lifted.max_inline_bytes(MAX_INLINE_BYTES_LIMIT as u64);
         }
-        lifted.max_inline_lines = None;
-        lifted.max_inline_tokens = None;
+        lifted.max_inline_lines(None).max_inline_tokens(None);
         let policy = lifted
             .build()?
             .with_cli_hint(name_store.then(|| store.location()))?;
         let mut config = (*policy.0).clone();
-        config.max_inline_bytes = self.max_inline_bytes as usize;
-        config.max_inline_lines = self.max_inline_lines;
-        config.max_inline_tokens = self.max_inline_tokens;
+        config.max_inline_bytes = bytes as usize;
+        config.max_inline_lines = self.config.max_inline_lines;
+        config.max_inline_tokens = self.config.max_inline_tokens;
         let policy = Policy(Arc::new(config));
         policy.check_fits(store.max_path_len())?;
         Ok(policy)
@@ -838,6 +836,43 @@ pub struct NoticeConfig {
     pub unsaved: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pointer: Option<String>,
+}
+
+impl NoticeConfig {
+    /// The templates that differ from the defaults, as text.
+    fn differing(t: &NoticeTemplates) -> NoticeConfig {
+        let defaults = NoticeTemplates::default();
+        let pick = |a: &Template, b: &Template| (a != b).then(|| a.as_str().to_string());
+        NoticeConfig {
+            omitted: pick(&t.omitted, &defaults.omitted),
+            binary: pick(&t.binary, &defaults.binary),
+            lossy: pick(&t.lossy, &defaults.lossy),
+            stored: pick(&t.stored, &defaults.stored),
+            unsaved: pick(&t.unsaved, &defaults.unsaved),
+            pointer: pick(&t.pointer, &defaults.pointer),
+        }
+    }
+
+    /// The templates: the defaults with these laid over them.
+    fn templates(&self) -> Result<NoticeTemplates, PolicyError> {
+        let mut t = NoticeTemplates::default();
+        let slots: [(&'static str, &Option<String>, &mut Template); 6] = [
+            ("omitted", &self.omitted, &mut t.omitted),
+            ("binary", &self.binary, &mut t.binary),
+            ("lossy", &self.lossy, &mut t.lossy),
+            ("stored", &self.stored, &mut t.stored),
+            ("unsaved", &self.unsaved, &mut t.unsaved),
+            ("pointer", &self.pointer, &mut t.pointer),
+        ];
+        for (which, text, slot) in slots {
+            if let Some(text) = text {
+                *slot = text
+                    .parse()
+                    .map_err(|error| PolicyError::Template { which, error })?;
+            }
+        }
+        Ok(t)
+    }
 }
 
 /// A policy as written in a config file. Absent fields keep their defaults;
@@ -933,83 +968,10 @@ impl PolicyConfig {
         }
     }
 
-    /// The builder these values describe.
-    ///
-    /// # Errors
-    ///
-    /// [`PolicyError::Template`] when a template does not parse.
-    pub fn builder(&self) -> Result<PolicyBuilder, PolicyError> {
-        let mut b = PolicyBuilder::new();
-        if let Some(v) = self.max_inline_bytes {
-            b.max_inline_bytes(v.get());
-        }
-        if self.max_inline_lines.is_some() {
-            b.max_inline_lines(self.max_inline_lines);
-        }
-        if let Some(v) = self.head_percent {
-            b.head_percent(v);
-        }
-        if let Some(v) = self.max_spill_bytes {
-            b.max_spill_bytes(v.get());
-        }
-        match (self.compression, self.zstd_level) {
-            (Some(CompressionKind::None), Some(_)) => {
-                b.compression(Compression::None);
-                b.level_without_zstd = true;
-            }
-            (Some(CompressionKind::None), None) => {
-                b.compression(Compression::None);
-            }
-            (_, level) => {
-                b.compression(Compression::Zstd {
-                    level: level.unwrap_or(DEFAULT_ZSTD_LEVEL),
-                });
-            }
-        }
-        if let Some(v) = self.on_store_error {
-            b.on_store_error(v);
-        }
-        if let Some(v) = self.durability {
-            b.durability(v);
-        }
-        if let Some(v) = self.format {
-            b.format(v);
-        }
-        if let Some(v) = self.render {
-            b.render(v);
-        }
-        if let Some(v) = &self.salient {
-            b.salient(v);
-        }
-        if let Some(v) = self.salient_percent {
-            b.salient_percent(v);
-        }
-        if self.max_inline_tokens.is_some() {
-            b.max_inline_tokens(self.max_inline_tokens);
-        }
-        if let Some(v) = self.tokenizer {
-            b.tokenizer(v);
-        }
-        if let Some(n) = &self.notice {
-            let mut t = NoticeTemplates::default();
-            let slots: [(&'static str, &Option<String>, &mut Template); 6] = [
-                ("omitted", &n.omitted, &mut t.omitted),
-                ("binary", &n.binary, &mut t.binary),
-                ("lossy", &n.lossy, &mut t.lossy),
-                ("stored", &n.stored, &mut t.stored),
-                ("unsaved", &n.unsaved, &mut t.unsaved),
-                ("pointer", &n.pointer, &mut t.pointer),
-            ];
-            for (which, text, slot) in slots {
-                if let Some(text) = text {
-                    *slot = text
-                        .parse()
-                        .map_err(|error| PolicyError::Template { which, error })?;
-                }
-            }
-            b.templates(t);
-        }
-        Ok(b)
+    /// The builder these values describe: the same settings, checked when
+    /// it builds.
+    pub fn builder(&self) -> PolicyBuilder {
+        PolicyBuilder::from(self.clone())
     }
 
     /// Validates and builds the policy.
@@ -1018,7 +980,7 @@ impl PolicyConfig {
     ///
     /// A [`PolicyError`] naming the first bad value.
     pub fn build(&self) -> Result<Policy, PolicyError> {
-        self.builder()?.build()
+        self.builder().build()
     }
 
     /// Validates and builds the policy for `store`: see
@@ -1032,7 +994,7 @@ impl PolicyConfig {
         store: &crate::Store,
         name_store: bool,
     ) -> Result<Policy, PolicyError> {
-        self.builder()?.build_for_store(store, name_store)
+        self.builder().build_for_store(store, name_store)
     }
 }
 

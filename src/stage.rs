@@ -76,7 +76,7 @@ impl Spiller {
     /// [`PolicyError::BudgetTooSmall`] below [`Spiller::min_budget`], and
     /// the errors of [`PolicyBuilder::build`](crate::PolicyBuilder::build).
     pub fn with_budget(&self, bytes: usize) -> Result<Spiller, PolicyError> {
-        let mut b = self.policy.to_config().builder()?;
+        let mut b = self.policy.to_config().builder();
         b.max_inline_bytes(bytes as u64)
             .templates(self.policy.templates().clone());
         Spiller::new(b.build()?, self.store.clone())
@@ -89,7 +89,7 @@ impl Spiller {
     /// Those of [`PolicyBuilder::build`](crate::PolicyBuilder::build) (none
     /// for a policy that built before).
     pub fn with_format(&self, format: Format) -> Result<Spiller, PolicyError> {
-        let mut b = self.policy.to_config().builder()?;
+        let mut b = self.policy.to_config().builder();
         b.format(format).templates(self.policy.templates().clone());
         Spiller::new(b.build()?, self.store.clone())
     }
@@ -406,53 +406,38 @@ impl Stage {
                 let lines = count_lines(&head);
                 let binary = memchr::memchr(0, &head).is_some();
                 let valid = std::str::from_utf8(&head).is_ok();
-                let mut rendered = None;
-                // A JSON document is shown as written (it holds no escapes;
-                // folding its repeated lines would break it).
-                let json_doc = policy.format() != Format::Text && valid && {
+                // The document is scanned once: what it says decides the
+                // render below, and its sketch makes the JSON preview.
+                let json = (policy.format() != Format::Text).then(|| {
                     let mut j = JsonStage::new(policy.max_inline_bytes());
                     j.feed(&head);
-                    j.finish().is_ok()
-                };
-                let head = if binary {
-                    head
-                } else if terminal && !json_doc {
+                    j.finish()
+                });
+                // A JSON document is shown as written (it holds no escapes;
+                // folding its repeated lines would break it).
+                let json_doc = valid && json.as_ref().is_some_and(|j| j.is_ok());
+                let mut rendered = None;
+                if !binary && terminal && !json_doc {
                     let parts = render::render_all(
                         &head,
                         policy.max_inline_bytes(),
                         policy.salient().matcher(),
                     );
                     let changed = parts.changed() || !valid;
-                    if parts.whole {
-                        if let Some(tokens) = fits(policy, &parts.head.text) {
-                            let mut o = inline(parts.head.text, lines, head.len() as u64);
-                            o.rendered = changed;
-                            o.invalid_utf8 = !valid;
-                            set_tokens(&mut o, policy, tokens);
-                            return Ok(o);
-                        }
+                    if let Some(o) = whole(policy, &parts, changed, lines, head.len() as u64, valid)
+                    {
+                        return Ok(o);
                     }
                     rendered = Some((parts, changed));
-                    head
-                } else {
-                    match String::from_utf8(head) {
-                        Ok(content) => match fits(policy, &content) {
-                            Some(tokens) => {
-                                let len = content.len() as u64;
-                                let mut o = inline(content, lines, len);
-                                set_tokens(&mut o, policy, tokens);
-                                return Ok(o);
-                            }
-                            None => content.into_bytes(),
-                        },
-                        Err(e) => e.into_bytes(),
+                } else if !binary && valid {
+                    // `valid`: the bytes are this text.
+                    let content = String::from_utf8_lossy(&head);
+                    if let Some(tokens) = fits(policy, &content) {
+                        let mut o = inline(content.into_owned(), lines, head.len() as u64);
+                        set_tokens(&mut o, policy, tokens);
+                        return Ok(o);
                     }
-                };
-                let json = (policy.format() != Format::Text).then(|| {
-                    let mut j = JsonStage::new(policy.max_inline_bytes());
-                    j.feed(&head);
-                    j
-                });
+                }
                 let stored = spiller.store.put(&head, policy.write_options());
                 let facts = Facts {
                     total_bytes: head.len() as u64,
@@ -478,10 +463,32 @@ impl Stage {
                     let changed = parts.changed() || !facts.valid_utf8;
                     (parts, changed)
                 });
-                conclude(policy, &facts, &head, &tail, stored, sp.json, rendered)
+                let json = sp.json.map(JsonStage::finish);
+                conclude(policy, &facts, &head, &tail, stored, json, rendered)
             }
         }
     }
+}
+
+/// The rendered text as the whole content, when all of it was rendered and
+/// it fits the policy's caps: nothing is omitted.
+fn whole(
+    policy: &Policy,
+    parts: &Parts,
+    changed: bool,
+    total_lines: u64,
+    total_bytes: u64,
+    valid_utf8: bool,
+) -> Option<Outcome> {
+    if !parts.whole {
+        return None;
+    }
+    let tokens = fits(policy, &parts.head.text)?;
+    let mut o = inline(parts.head.text.clone(), total_lines, total_bytes);
+    o.rendered = changed;
+    o.invalid_utf8 = !valid_utf8;
+    set_tokens(&mut o, policy, tokens);
+    Some(o)
 }
 
 /// Whether `content` fits the policy's byte, line and token caps, and its
@@ -557,13 +564,120 @@ struct Facts {
     binary: bool,
 }
 
+/// What the preview is made from, decided once per output. Each kind fits
+/// any byte budget (JSON falls back to the text it stands beside when the
+/// budget cannot hold a JSON preview).
+enum Source<'a> {
+    /// A JSON preview of the document's sketch, else `text`.
+    Json {
+        sketch: JsonSketch,
+        hint: PointerHint<'a>,
+        text: Text<'a>,
+    },
+    /// A text preview.
+    Text(Text<'a>),
+}
+
+/// A text preview: of the rendered text, or of the raw bytes.
+enum Text<'a> {
+    Rendered(preview::Rendered<'a>),
+    Raw(preview::Input<'a>),
+}
+
+/// A preview that fits one budget.
+struct Fitted {
+    preview: preview::Preview,
+    salient_lines: Vec<u64>,
+    is_json: bool,
+    /// Why a JSON preview did not fit, when it was tried and did not.
+    json_error: Option<String>,
+}
+
+impl Source<'_> {
+    fn fit(&self, bytes: usize, policy: &Policy, place: &preview::Place<'_>) -> Fitted {
+        let (text, json_error) = match self {
+            Source::Json { sketch, hint, text } => {
+                match sketch.fit(bytes, policy.head_percent(), hint) {
+                    Ok(j) => {
+                        return Fitted {
+                            preview: preview::Preview {
+                                content: j.content,
+                                head_bytes: 0,
+                                tail_bytes: 0,
+                                omitted_bytes: j.elided_bytes,
+                                omitted_lines: 0,
+                                omitted_range: None,
+                            },
+                            salient_lines: Vec::new(),
+                            is_json: true,
+                            json_error: None,
+                        }
+                    }
+                    Err(e) => (text, Some(e)),
+                }
+            }
+            Source::Text(text) => (text, None),
+        };
+        let limits = preview::Limits {
+            bytes,
+            lines: policy.max_inline_lines(),
+            head_percent: policy.head_percent(),
+            templates: policy.templates(),
+        };
+        let (preview, salient_lines) = match text {
+            Text::Rendered(r) => preview::build_rendered(r, &limits, place),
+            Text::Raw(input) => (preview::build(input, &limits, place), Vec::new()),
+        };
+        Fitted {
+            preview,
+            salient_lines,
+            is_json: false,
+            json_error,
+        }
+    }
+}
+
+/// The preview of `source` within the policy's byte budget and, with a
+/// token budget, within that too: the byte budget shrinks in proportion
+/// until the tokens fit (each step counts only a preview, so the cost
+/// follows the budget). Returns the last JSON error any step met, and the
+/// token count.
+fn fit_tokens(
+    source: &Source<'_>,
+    policy: &Policy,
+    place: &preview::Place<'_>,
+) -> (Fitted, Option<String>, Option<u64>) {
+    let mut bytes = policy.max_inline_bytes();
+    let mut fitted = source.fit(bytes, policy, place);
+    let mut json_error = fitted.json_error.take();
+    let Some(max) = policy.max_inline_tokens() else {
+        return (fitted, json_error, None);
+    };
+    let tk = policy.tokenizer();
+    let mut n = tk.count(&fitted.preview.content) as u64;
+    for _ in 0..16 {
+        if n <= max || bytes <= 1 {
+            break;
+        }
+        let len = fitted.preview.content.len().min(bytes);
+        let scaled = (len as u128 * u128::from(max) / u128::from(n)) as usize;
+        bytes = (scaled * 97 / 100).min(bytes - 1);
+        fitted = source.fit(bytes, policy, place);
+        if let Some(e) = fitted.json_error.take() {
+            json_error = Some(e);
+        }
+        n = tk.count(&fitted.preview.content) as u64;
+    }
+    (fitted, json_error, Some(n))
+}
+
 fn conclude(
     policy: &Policy,
     f: &Facts,
     head: &[u8],
     tail: &[u8],
     stored: Result<StoredObject, StoreError>,
-    json: Option<JsonStage>,
+    json: Option<Result<JsonSketch, String>>,
     rendered: Option<(Parts, bool)>,
 ) -> Result<Outcome, FinishError> {
     let id_text;
@@ -584,31 +698,19 @@ fn conclude(
             (Err(error_text.as_str()), 0, 0)
         }
     };
-    let (spill, error) = match &stored {
-        Ok(s) => (
-            Some(StoredObject {
-                truncated: s.bytes < f.total_bytes,
-                ..s.clone()
-            }),
+    let spill = stored.as_ref().ok().map(|s| StoredObject {
+        truncated: s.bytes < f.total_bytes,
+        ..s.clone()
+    });
+    let store_error = stored.as_ref().err().map(StoreFailure::of);
+    let (sketch, mut json_error) = match json {
+        None => (None, None),
+        Some(_) if f.binary || !f.valid_utf8 => (
             None,
+            Some("not one JSON document (not UTF-8 text)".to_owned()),
         ),
-        Err(_) => (None, stored.as_ref().err()),
-    };
-    let store_error = error.map(StoreFailure::of);
-    let mut json_error = None;
-    let sketch: Option<JsonSketch> = match json {
-        Some(_) if f.binary || !f.valid_utf8 => {
-            json_error = Some("not one JSON document (not UTF-8 text)".to_owned());
-            None
-        }
-        Some(j) => match j.finish() {
-            Ok(s) => Some(s),
-            Err(e) => {
-                json_error = Some(e);
-                None
-            }
-        },
-        None => None,
+        Some(Ok(s)) => (Some(s), None),
+        Some(Err(e)) => (None, Some(e)),
     };
     // A JSON document is shown as written, never rendered (it holds no
     // escapes, and folding its repeated lines would break it).
@@ -618,100 +720,70 @@ fn conclude(
     // A rendered text that fits whole: nothing is omitted (the raw input,
     // too long to keep in memory, was stored all the same).
     if let Some((parts, changed)) = &rendered {
-        if parts.whole {
-            if let Some(tokens) = fits(policy, &parts.head.text) {
-                let mut o = inline(parts.head.text.clone(), f.total_lines, f.total_bytes);
-                o.rendered = *changed;
-                o.invalid_utf8 = !f.valid_utf8;
-                o.spill = spill;
-                o.store_error = store_error;
-                set_tokens(&mut o, policy, tokens);
-                return failed_or(o, policy, stored);
-            }
+        let whole = whole(
+            policy,
+            parts,
+            *changed,
+            f.total_lines,
+            f.total_bytes,
+            f.valid_utf8,
+        );
+        if let Some(mut o) = whole {
+            o.spill = spill;
+            o.store_error = store_error;
+            return failed_or(o, policy, stored);
         }
     }
 
-    let input = preview::Input {
-        head,
-        tail,
-        tail_start: f.total_bytes - tail.len() as u64,
-        total_bytes: f.total_bytes,
-        total_newlines: f.total_newlines,
-        total_lines: f.total_lines,
-        valid_utf8: f.valid_utf8,
-        binary: f.binary,
-    };
     let place = preview::Place {
         location,
         stored_bytes,
         unstored_bytes,
     };
-    let hint = PointerHint {
-        templates: policy.templates(),
-        location,
-        stored: stored_bytes,
-    };
     let matcher = policy.salient().matcher();
-    // The preview within `bytes`: (preview, salient lines, is JSON).
-    let make = |bytes: usize, json_error: &mut Option<String>| {
-        if let Some(s) = &sketch {
-            match s.fit(bytes, policy.head_percent(), &hint) {
-                Ok(j) => {
-                    let p = preview::Preview {
-                        content: j.content,
-                        head_bytes: 0,
-                        tail_bytes: 0,
-                        omitted_bytes: j.elided_bytes,
-                        omitted_lines: 0,
-                        omitted_range: None,
-                    };
-                    return (p, Vec::new(), true);
-                }
-                Err(e) => *json_error = Some(e),
-            }
-        }
-        let limits = preview::Limits {
-            bytes,
-            lines: policy.max_inline_lines(),
-            head_percent: policy.head_percent(),
-            templates: policy.templates(),
-        };
-        match &rendered {
-            Some((parts, _)) => {
-                let r = preview::Rendered {
-                    parts,
-                    total_bytes: f.total_bytes,
-                    total_lines: f.total_lines,
-                    valid_utf8: f.valid_utf8,
-                    matcher: matcher.as_ref(),
-                    salient_percent: policy.salient_percent(),
-                };
-                let (p, lines) = preview::build_rendered(&r, &limits, &place);
-                (p, lines, false)
-            }
-            None => (preview::build(&input, &limits, &place), Vec::new(), false),
-        }
+    let text = match &rendered {
+        Some((parts, _)) => Text::Rendered(preview::Rendered {
+            parts,
+            total_bytes: f.total_bytes,
+            total_lines: f.total_lines,
+            valid_utf8: f.valid_utf8,
+            matcher: matcher.as_ref(),
+            salient_percent: policy.salient_percent(),
+        }),
+        None => Text::Raw(preview::Input {
+            head,
+            tail,
+            tail_start: f.total_bytes - tail.len() as u64,
+            total_bytes: f.total_bytes,
+            total_newlines: f.total_newlines,
+            total_lines: f.total_lines,
+            valid_utf8: f.valid_utf8,
+            binary: f.binary,
+        }),
     };
-    let mut bytes = policy.max_inline_bytes();
-    let (mut p, mut salient_lines, mut is_json) = make(bytes, &mut json_error);
-    let mut content_tokens = None;
-    if let Some(max) = policy.max_inline_tokens() {
-        let tk = policy.tokenizer();
-        let mut n = tk.count(&p.content) as u64;
-        // Shrink the byte budget in proportion until the tokens fit: each
-        // step counts only a preview, so the cost follows the budget.
-        for _ in 0..16 {
-            if n <= max || bytes <= 1 {
-                break;
-            }
-            let len = p.content.len().min(bytes);
-            let scaled = (len as u128 * u128::from(max) / u128::from(n)) as usize;
-            bytes = (scaled * 97 / 100).min(bytes - 1);
-            (p, salient_lines, is_json) = make(bytes, &mut json_error);
-            n = tk.count(&p.content) as u64;
-        }
-        content_tokens = Some(n);
+    let source = match sketch {
+        Some(sketch) => Source::Json {
+            sketch,
+            hint: PointerHint {
+                templates: policy.templates(),
+                location,
+                stored: stored_bytes,
+            },
+            text,
+        },
+        None => Source::Text(text),
+    };
+    let (fitted, fit_error, content_tokens) = fit_tokens(&source, policy, &place);
+    if fit_error.is_some() {
+        json_error = fit_error;
     }
+    let Fitted {
+        preview: p,
+        salient_lines,
+        is_json,
+        ..
+    } = fitted;
+    // Why the text preview was given is said only when JSON was asked for.
     if is_json || policy.format() != Format::Json {
         json_error = None;
     }

@@ -9,7 +9,7 @@ pub fn check(data: &[u8]) {
     let Some((p, input, store, policy, _)) = common::setup(data) else {
         return;
     };
-    let mut b = policy.to_config().builder().expect("config");
+    let mut b = policy.to_config().builder();
     b.render(Render::Terminal)
         .templates(policy.templates().clone());
     if p.flags & 4 == 4 {

@@ -485,7 +485,7 @@ impl Registry {
         // The same policy but the budget: the same templates (a nested
         // call's notice points at the registry's read tool too), the same
         // compression, durability and store.
-        let mut values = spiller.policy().to_config().builder()?;
+        let mut values = spiller.policy().to_config().builder();
         values
             .max_inline_bytes(spillway::MAX_INLINE_BYTES_LIMIT as u64)
             .max_inline_lines(None)
