@@ -91,10 +91,26 @@ fn s3_in_memory() -> Backend {
     }
 }
 
+#[cfg(feature = "test-seams")]
+fn memory() -> Backend {
+    let store = Store::in_memory();
+    let at = store.clone();
+    Backend {
+        name: "memory",
+        corrupt: Box::new(move |id, encoding, bytes| {
+            assert!(at.damage_in_memory(id, encoding, bytes), "no such object");
+        }),
+        store,
+        _dir: tempfile::tempdir().unwrap(),
+    }
+}
+
 /// Every backend this build has.
 fn backends() -> Vec<Backend> {
     #[allow(unused_mut)]
     let mut all = vec![local()];
+    #[cfg(feature = "test-seams")]
+    all.push(memory());
     #[cfg(feature = "s3")]
     all.push(s3_in_memory());
     all
@@ -112,7 +128,8 @@ fn numbered(lines: usize) -> Vec<u8> {
 
 #[test]
 fn the_suite_runs_every_backend_this_build_has() {
-    let expected = if cfg!(feature = "s3") { 2 } else { 1 };
+    let expected =
+        1 + usize::from(cfg!(feature = "s3")) + usize::from(cfg!(feature = "test-seams"));
     assert_eq!(backends().len(), expected);
 }
 
@@ -122,6 +139,7 @@ fn every_backend_has_its_location() {
         let loc = b.store.location();
         match loc {
             Location::Dir(d) => assert!(d.is_absolute(), "{}", b.name),
+            Location::Memory => assert_eq!(loc.to_string(), "memory:"),
             Location::S3 { bucket, prefix } => {
                 assert_eq!(
                     (bucket.as_str(), prefix.as_str()),
@@ -420,12 +438,12 @@ fn a_spill_through_the_stage_reads_back_from_every_backend() {
             .unwrap();
         assert_eq!(middle.len() as u64, outcome.omitted_bytes, "{}", b.name);
         let shown: PathBuf = spill.path.clone();
-        if b.store.is_remote() {
-            assert!(shown
+        match b.store.location() {
+            Location::S3 { .. } => assert!(shown
                 .to_string_lossy()
-                .starts_with("s3://conformance/some/prefix/v1/objects/"));
-        } else {
-            assert!(shown.starts_with(support::store_dir(&b.store)));
+                .starts_with("s3://conformance/some/prefix/v1/objects/")),
+            Location::Memory => assert!(shown.to_string_lossy().starts_with("memory:blake3:")),
+            _ => assert!(shown.starts_with(support::store_dir(&b.store))),
         }
     }
 }

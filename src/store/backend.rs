@@ -38,6 +38,8 @@ pub enum Location {
     /// A harness's own sink ([`Store::from_sink`](crate::Store::from_sink)),
     /// by the name it gives.
     Sink(String),
+    /// Memory ([`Store::in_memory`](crate::Store::in_memory)).
+    Memory,
 }
 
 impl Location {
@@ -45,13 +47,13 @@ impl Location {
     pub fn as_dir(&self) -> Option<&std::path::Path> {
         match self {
             Location::Dir(d) => Some(d),
-            Location::S3 { .. } | Location::Sink(_) => None,
+            Location::S3 { .. } | Location::Sink(_) | Location::Memory => None,
         }
     }
 
     /// Whether the store is remote.
     pub fn is_remote(&self) -> bool {
-        !matches!(self, Location::Dir(_))
+        matches!(self, Location::S3 { .. })
     }
 }
 
@@ -64,6 +66,7 @@ impl fmt::Display for Location {
             Location::S3 { bucket, prefix } if prefix.is_empty() => write!(f, "s3://{bucket}"),
             Location::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
             Location::Sink(name) => f.write_str(name),
+            Location::Memory => f.write_str("memory:"),
         }
     }
 }
@@ -134,6 +137,12 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
 
     /// Totals over the store.
     fn stats(&self) -> Result<Stats, StoreError>;
+
+    /// The memory backend, for tests that damage its objects.
+    #[cfg(any(test, feature = "test-seams"))]
+    fn as_memory(&self) -> Option<&super::memory::Memory> {
+        None
+    }
 
     /// The local backend, for the test seams that only it has.
     #[cfg(any(test, feature = "test-seams"))]

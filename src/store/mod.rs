@@ -61,6 +61,7 @@ mod default;
 mod grep;
 mod id;
 mod maintain;
+mod memory;
 mod object;
 mod pointer;
 mod read;
@@ -737,6 +738,23 @@ impl Store {
     /// read. See [`SpillSink`].
     pub fn from_sink(sink: impl SpillSink + 'static) -> Store {
         Store(Arc::new(sink::SinkBackend::new(Box::new(sink))))
+    }
+
+    /// A store in memory: objects in the same encodings and verified by the
+    /// same checks as on disk, gone with the store's last handle. For
+    /// tests.
+    pub fn in_memory() -> Store {
+        Store(Arc::new(memory::Memory::default()))
+    }
+
+    /// Replaces the stored bytes of an object of a memory store, as a
+    /// corrupt disk would (tests only: the `test-seams` feature). Whether
+    /// there was such an object.
+    #[cfg(feature = "test-seams")]
+    pub fn damage_in_memory(&self, id: &ContentId, encoding: Encoding, bytes: &[u8]) -> bool {
+        self.0
+            .as_memory()
+            .is_some_and(|m| m.damage(id, encoding, bytes))
     }
 
     pub(crate) fn backend(&self) -> &dyn Backend {

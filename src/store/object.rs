@@ -10,7 +10,7 @@ use super::{ContentId, ZSTD_SUFFIX};
 
 /// How an object's bytes are kept on disk. The file name says which: a
 /// zstd object's name ends in `.zst`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Encoding {
     /// Exactly the stored bytes.

@@ -556,91 +556,22 @@ impl Local {
     /// [`Store::scan`] over a file already open.
     pub(crate) fn scan_file(
         &self,
-        mut file: fs::File,
+        file: fs::File,
         id: &ContentId,
         path: &Path,
         encoding: Encoding,
         f: &mut dyn FnMut(&[u8]),
     ) -> Result<StoredObject, StoreError> {
-        let corrupt = |reason: String| StoreError::Corrupt {
-            id: *id,
-            path: path.to_path_buf(),
-            reason,
-        };
         let meta = file.metadata().map_err(StoreError::io("inspect", path))?;
-        let stored_bytes = meta.len();
-        let expected = match encoding {
-            Encoding::Raw => None,
-            Encoding::Zstd => {
-                if stored_bytes < TRAILER_LEN as u64 {
-                    return Err(corrupt("too short for a zstd object".into()));
-                }
-                let mut t = [0u8; TRAILER_LEN];
-                file.seek(SeekFrom::End(-(TRAILER_LEN as i64)))
-                    .and_then(|_| file.read_exact(&mut t))
-                    .and_then(|_| file.rewind())
-                    .map_err(StoreError::io("read", path))?;
-                let declared =
-                    parse_trailer(&t).ok_or_else(|| corrupt("missing size trailer".into()))?;
-                if declared > super::MAX_OBJECT_BYTES {
-                    return Err(corrupt(format!(
-                        "its trailer declares {declared} bytes, more than any object holds"
-                    )));
-                }
-                Some(declared)
-            }
-        };
-        let mut hasher = blake3::Hasher::new();
-        let mut buf = vec![0u8; READ_CHUNK];
-        let mut total: u64 = 0;
-        let mut reader: Box<dyn Read> = match encoding {
-            Encoding::Raw => Box::new(file),
-            Encoding::Zstd => {
-                let mut d = zstd::stream::read::Decoder::new(file)
-                    .map_err(|e| corrupt(format!("zstd: {e}")))?;
-                // A frame may ask for a window as large as its content (a
-                // foreign "single segment" frame of hundreds of MiB): refuse
-                // more than the largest window any zstd level writes, 128 MiB.
-                d.window_log_max(MAX_WINDOW_LOG)
-                    .map_err(|e| corrupt(format!("zstd: {e}")))?;
-                Box::new(d)
-            }
-        };
-        loop {
-            let n = match reader.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if encoding != Encoding::Raw => return Err(corrupt(format!("zstd: {e}"))),
-                Err(e) => return Err(StoreError::io("read", path)(e)),
-            };
-            total += n as u64;
-            if expected.is_some_and(|want| total > want) {
-                return Err(corrupt("more data than its trailer records".into()));
-            }
-            hasher.update(&buf[..n]);
-            f(&buf[..n]);
-        }
-        if let Some(want) = expected {
-            if total != want {
-                return Err(corrupt(format!(
-                    "decompressed to {total} bytes, but its trailer records {want}"
-                )));
-            }
-        }
-        if ContentId::from_hash(hasher.finalize()) != *id {
-            return Err(corrupt("its bytes do not hash to its id".into()));
-        }
-        Ok(StoredObject {
-            id: *id,
-            path: path.to_path_buf(),
-            bytes: total,
-            stored_bytes,
+        scan_stored(
+            file,
+            meta.len(),
+            meta.modified().ok(),
+            id,
+            path,
             encoding,
-            truncated: false,
-            dedup: false,
-            modified: meta.modified().ok(),
-        })
+            f,
+        )
     }
 
     /// [`Store::list`] of the directory.
@@ -695,6 +626,98 @@ impl Local {
         out.sort_by(|a, b| a.id.cmp(&b.id).then(a.path.cmp(&b.path)));
         Ok(out)
     }
+}
+
+/// Streams an object's stored bytes (`stored_bytes` long, in `encoding`)
+/// through `f` as content, then checks the hash against `id` (and for zstd
+/// the size its trailer records): the one check every backend's reads go
+/// through. `path` names the object in errors.
+pub(crate) fn scan_stored<R: Read + Seek>(
+    mut file: R,
+    stored_bytes: u64,
+    modified: Option<std::time::SystemTime>,
+    id: &ContentId,
+    path: &Path,
+    encoding: Encoding,
+    f: &mut dyn FnMut(&[u8]),
+) -> Result<StoredObject, StoreError> {
+    let corrupt = |reason: String| StoreError::Corrupt {
+        id: *id,
+        path: path.to_path_buf(),
+        reason,
+    };
+    let expected = match encoding {
+        Encoding::Raw => None,
+        Encoding::Zstd => {
+            if stored_bytes < TRAILER_LEN as u64 {
+                return Err(corrupt("too short for a zstd object".into()));
+            }
+            let mut t = [0u8; TRAILER_LEN];
+            file.seek(SeekFrom::End(-(TRAILER_LEN as i64)))
+                .and_then(|_| file.read_exact(&mut t))
+                .and_then(|_| file.rewind())
+                .map_err(StoreError::io("read", path))?;
+            let declared =
+                parse_trailer(&t).ok_or_else(|| corrupt("missing size trailer".into()))?;
+            if declared > super::MAX_OBJECT_BYTES {
+                return Err(corrupt(format!(
+                    "its trailer declares {declared} bytes, more than any object holds"
+                )));
+            }
+            Some(declared)
+        }
+    };
+    let mut hasher = blake3::Hasher::new();
+    let mut buf = vec![0u8; READ_CHUNK];
+    let mut total: u64 = 0;
+    let mut reader: Box<dyn Read + '_> = match encoding {
+        Encoding::Raw => Box::new(file),
+        Encoding::Zstd => {
+            let mut d = zstd::stream::read::Decoder::new(file)
+                .map_err(|e| corrupt(format!("zstd: {e}")))?;
+            // A frame may ask for a window as large as its content (a
+            // foreign "single segment" frame of hundreds of MiB): refuse
+            // more than the largest window any zstd level writes, 128 MiB.
+            d.window_log_max(MAX_WINDOW_LOG)
+                .map_err(|e| corrupt(format!("zstd: {e}")))?;
+            Box::new(d)
+        }
+    };
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if encoding != Encoding::Raw => return Err(corrupt(format!("zstd: {e}"))),
+            Err(e) => return Err(StoreError::io("read", path)(e)),
+        };
+        total += n as u64;
+        if expected.is_some_and(|want| total > want) {
+            return Err(corrupt("more data than its trailer records".into()));
+        }
+        hasher.update(&buf[..n]);
+        f(&buf[..n]);
+    }
+    if let Some(want) = expected {
+        if total != want {
+            return Err(corrupt(format!(
+                "decompressed to {total} bytes, but its trailer records {want}"
+            )));
+        }
+    }
+    if ContentId::from_hash(hasher.finalize()) != *id {
+        return Err(corrupt("its bytes do not hash to its id".into()));
+    }
+    Ok(StoredObject {
+        id: *id,
+        path: path.to_path_buf(),
+        bytes: total,
+        stored_bytes,
+        encoding,
+        truncated: false,
+        dedup: false,
+        modified,
+    })
 }
 
 /// The one id among `ids` (each listed once per encoding) that `prefix`

@@ -132,6 +132,7 @@ const MULTITHREAD_AFTER: u64 = 8 << 20;
 enum Out {
     File(FileSink),
     Sink(super::sink::SinkOut),
+    Memory(super::memory::MemoryOut),
     #[cfg(feature = "s3")]
     Upload(super::remote::Upload),
 }
@@ -141,6 +142,7 @@ impl Write for Out {
         match self {
             Out::File(f) => f.write(buf),
             Out::Sink(s) => s.write(buf),
+            Out::Memory(m) => m.write(buf),
             #[cfg(feature = "s3")]
             Out::Upload(u) => u.write(buf),
         }
@@ -230,6 +232,23 @@ impl ObjectWriter {
             temp: None,
             label,
             sink: Some(Sink::Raw(Out::Sink(out))),
+            hasher: blake3::Hasher::new(),
+            block: Vec::new(),
+            bytes: 0,
+            opts,
+        }
+    }
+
+    /// A writer into the memory backend.
+    pub(crate) fn memory(out: super::memory::MemoryOut, opts: WriteOptions) -> Self {
+        ObjectWriter {
+            local: None,
+            temp: None,
+            label: PathBuf::from("memory:"),
+            sink: Some(match opts.encoding() {
+                Encoding::Raw => Sink::Raw(Out::Memory(out)),
+                Encoding::Zstd => Sink::Undecided(Out::Memory(out)),
+            }),
             hasher: blake3::Hasher::new(),
             block: Vec::new(),
             bytes: 0,
@@ -457,6 +476,12 @@ impl ObjectWriter {
             Out::Sink(sink) => {
                 let id = ContentId::from_hash(self.hasher.finalize());
                 return sink.publish(id, self.bytes);
+            }
+            Out::Memory(m) => {
+                let id = ContentId::from_hash(self.hasher.finalize());
+                return m
+                    .memory
+                    .publish(id, self.opts.encoding(), m.buf, self.bytes);
             }
             #[cfg(feature = "s3")]
             Out::Upload(upload) => {
