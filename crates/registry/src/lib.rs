@@ -353,7 +353,9 @@ impl fmt::Display for NotDurable {
 
 impl std::error::Error for NotDurable {}
 
-/// The tool registry.
+/// The tool registry. Cheap to clone: its tools, policies and log are
+/// shared.
+#[derive(Clone)]
 pub struct Registry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
     pre: Vec<Arc<dyn PrePolicy>>,
@@ -375,14 +377,16 @@ impl fmt::Debug for Registry {
     }
 }
 
-/// Builds a [`Registry`].
+/// Builds a [`Registry`]. Its methods take and return `&mut Self`, as every
+/// builder of the workspace does, so it can be set up in a chain or step by
+/// step.
 pub struct RegistryBuilder {
     inner: Registry,
 }
 
 impl RegistryBuilder {
     /// Adds a tool.
-    pub fn tool(mut self, tool: impl Tool + 'static) -> Self {
+    pub fn tool(&mut self, tool: impl Tool + 'static) -> &mut Self {
         self.inner
             .tools
             .insert(tool.name().to_string(), Arc::new(tool));
@@ -390,13 +394,13 @@ impl RegistryBuilder {
     }
 
     /// Adds a pre-execute policy (they run in the order added).
-    pub fn pre(mut self, p: impl PrePolicy + 'static) -> Self {
+    pub fn pre(&mut self, p: impl PrePolicy + 'static) -> &mut Self {
         self.inner.pre.push(Arc::new(p));
         self
     }
 
     /// Adds a post-execute policy (they run in the order added).
-    pub fn post(mut self, p: impl PostPolicy + 'static) -> Self {
+    pub fn post(&mut self, p: impl PostPolicy + 'static) -> &mut Self {
         self.inner.post.push(Arc::new(p));
         self
     }
@@ -411,10 +415,10 @@ impl RegistryBuilder {
     ///
     /// [`spillway::PolicyError`] when the policy does not fit the store.
     pub fn policy(
-        mut self,
+        &mut self,
         name: impl Into<String>,
         policy: Policy,
-    ) -> Result<Self, spillway::PolicyError> {
+    ) -> Result<&mut Self, spillway::PolicyError> {
         let spiller = Spiller::new(policy, self.inner.spiller.store().clone())?;
         self.inner.per_tool.insert(name.into(), spiller);
         Ok(self)
@@ -422,14 +426,14 @@ impl RegistryBuilder {
 
     /// The tools whose results skip the spill stage. Default: `read`,
     /// `spill_read` and `spill_grep`.
-    pub fn skip<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
+    pub fn skip<I: IntoIterator<Item = S>, S: Into<String>>(&mut self, names: I) -> &mut Self {
         self.inner.skip = names.into_iter().map(Into::into).collect();
         self
     }
 
     /// The registry.
-    pub fn build(self) -> Registry {
-        self.inner
+    pub fn build(&self) -> Registry {
+        self.inner.clone()
     }
 }
 

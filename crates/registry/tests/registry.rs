@@ -1281,9 +1281,8 @@ fn a_tool_policy_bounds_that_tool_only() {
         .unwrap();
     let log2 =
         Arc::new(SessionLog::open(dir.path().join("s2.jsonl"), LogSync::EveryEvent).unwrap());
-    let refused = Registry::builder(Spiller::new(policy(4096), store).unwrap(), log2)
-        .unwrap()
-        .policy("x", tight);
+    let mut builder = Registry::builder(Spiller::new(policy(4096), store).unwrap(), log2).unwrap();
+    let refused = builder.policy("x", tight);
     assert!(matches!(
         refused,
         Err(spillway::PolicyError::BudgetTooSmall { .. })
