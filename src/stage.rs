@@ -417,27 +417,44 @@ impl Stage {
                 // folding its repeated lines would break it).
                 let json_doc = valid && json.as_ref().is_some_and(|j| j.is_ok());
                 let mut rendered = None;
-                if !binary && terminal && !json_doc {
+                let head = if !binary && terminal && !json_doc {
                     let parts = render::render_all(
                         &head,
                         policy.max_inline_bytes(),
                         policy.salient().matcher(),
                     );
                     let changed = parts.changed() || !valid;
-                    if let Some(o) = whole(policy, &parts, changed, lines, head.len() as u64, valid)
-                    {
-                        return Ok(o);
+                    if let Some(tokens) = whole_fits(policy, &parts) {
+                        let total = head.len() as u64;
+                        return Ok(whole(
+                            policy,
+                            parts.head.text,
+                            changed,
+                            lines,
+                            total,
+                            valid,
+                            tokens,
+                        ));
                     }
                     rendered = Some((parts, changed));
-                } else if !binary && valid {
-                    // `valid`: the bytes are this text.
-                    let content = String::from_utf8_lossy(&head);
-                    if let Some(tokens) = fits(policy, &content) {
-                        let mut o = inline(content.into_owned(), lines, head.len() as u64);
-                        set_tokens(&mut o, policy, tokens);
-                        return Ok(o);
+                    head
+                } else if binary {
+                    head
+                } else {
+                    // Valid UTF-8 moves into the content without a copy.
+                    match String::from_utf8(head) {
+                        Ok(content) => match fits(policy, &content) {
+                            Some(tokens) => {
+                                let len = content.len() as u64;
+                                let mut o = inline(content, lines, len);
+                                set_tokens(&mut o, policy, tokens);
+                                return Ok(o);
+                            }
+                            None => content.into_bytes(),
+                        },
+                        Err(e) => e.into_bytes(),
                     }
-                }
+                };
                 let stored = spiller.store.put(&head, policy.write_options());
                 let facts = Facts {
                     total_bytes: head.len() as u64,
@@ -470,25 +487,30 @@ impl Stage {
     }
 }
 
-/// The rendered text as the whole content, when all of it was rendered and
-/// it fits the policy's caps: nothing is omitted.
+/// The token count of the rendered text, when all of it was rendered and
+/// it fits the policy's caps whole: then nothing is omitted.
+fn whole_fits(policy: &Policy, parts: &Parts) -> Option<Option<u64>> {
+    if !parts.whole {
+        return None;
+    }
+    fits(policy, &parts.head.text)
+}
+
+/// The outcome whose content is the whole rendered `text`.
 fn whole(
     policy: &Policy,
-    parts: &Parts,
+    text: String,
     changed: bool,
     total_lines: u64,
     total_bytes: u64,
     valid_utf8: bool,
-) -> Option<Outcome> {
-    if !parts.whole {
-        return None;
-    }
-    let tokens = fits(policy, &parts.head.text)?;
-    let mut o = inline(parts.head.text.clone(), total_lines, total_bytes);
+    tokens: Option<u64>,
+) -> Outcome {
+    let mut o = inline(text, total_lines, total_bytes);
     o.rendered = changed;
     o.invalid_utf8 = !valid_utf8;
     set_tokens(&mut o, policy, tokens);
-    Some(o)
+    o
 }
 
 /// Whether `content` fits the policy's byte, line and token caps, and its
@@ -720,15 +742,17 @@ fn conclude(
     // A rendered text that fits whole: nothing is omitted (the raw input,
     // too long to keep in memory, was stored all the same).
     if let Some((parts, changed)) = &rendered {
-        let whole = whole(
-            policy,
-            parts,
-            *changed,
-            f.total_lines,
-            f.total_bytes,
-            f.valid_utf8,
-        );
-        if let Some(mut o) = whole {
+        if let Some(tokens) = whole_fits(policy, parts) {
+            let text = parts.head.text.clone();
+            let mut o = whole(
+                policy,
+                text,
+                *changed,
+                f.total_lines,
+                f.total_bytes,
+                f.valid_utf8,
+                tokens,
+            );
             o.spill = spill;
             o.store_error = store_error;
             return failed_or(o, policy, stored);
