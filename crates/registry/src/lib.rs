@@ -29,6 +29,7 @@
 pub mod card;
 pub mod events;
 pub mod run_code;
+pub mod sdk;
 pub mod tools;
 pub mod turn;
 
