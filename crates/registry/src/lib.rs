@@ -218,6 +218,23 @@ pub trait Tool: Send + Sync {
     /// Its name.
     fn name(&self) -> &str;
 
+    /// What it does, for the SDK declaration a program is written against
+    /// ([`Registry::sdk`]). Default: nothing said.
+    fn description(&self) -> Option<&str> {
+        None
+    }
+
+    /// The JSON Schema of its arguments. Default: any object.
+    fn input_schema(&self) -> Value {
+        serde_json::json!({ "type": "object" })
+    }
+
+    /// The JSON Schema of the value a program gets from it. Default: not
+    /// known (`unknown` in the declaration).
+    fn output_schema(&self) -> Option<Value> {
+        None
+    }
+
     /// Runs it and renders its value.
     ///
     /// # Errors
@@ -367,6 +384,27 @@ pub struct Registry {
     values: Spiller,
     log: Arc<SessionLog>,
     skip: HashSet<String>,
+}
+
+impl Registry {
+    /// The SDK declaration of this registry's tools, as a `run_code`
+    /// program calls them (`await tools.<name>(args)`): every tool but
+    /// `run_code` itself, from its name, description and schemas (see
+    /// [`sdk::declaration`]).
+    pub fn sdk(&self) -> String {
+        let specs: Vec<sdk::ToolSpec> = self
+            .tools
+            .values()
+            .filter(|t| t.name() != "run_code")
+            .map(|t| sdk::ToolSpec {
+                name: t.name().to_owned(),
+                description: t.description().map(str::to_owned),
+                input_schema: t.input_schema(),
+                output_schema: t.output_schema(),
+            })
+            .collect();
+        sdk::declaration(&specs)
+    }
 }
 
 impl fmt::Debug for Registry {

@@ -53,6 +53,25 @@ impl Tool for Bash {
         "bash"
     }
 
+    fn description(&self) -> Option<&str> {
+        Some("Runs a shell command, stdout and stderr together in the order written; the output is bounded, and what is left out is stored to read back.")
+    }
+
+    fn input_schema(&self) -> Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "command": { "type": "string", "description": "The command line, run by sh -c." },
+                "timeout": { "type": "number", "description": "Seconds before its process group is killed." }
+            },
+            "required": ["command"]
+        })
+    }
+
+    fn output_schema(&self) -> Option<Value> {
+        Some(serde_json::json!({ "type": "string" }))
+    }
+
     fn execute(&self, cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
         let command = args
             .get("command")
@@ -116,6 +135,27 @@ const NOTE_ROOM: usize = 160;
 impl Tool for SpillRead {
     fn name(&self) -> &str {
         "spill_read"
+    }
+
+    fn description(&self) -> Option<&str> {
+        Some("Reads stored output back: lines A to B, bytes A to B, or the value at a JSON Pointer of a stored JSON document.")
+    }
+
+    fn input_schema(&self) -> Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "id": { "type": "string", "description": "The id a notice printed (blake3:… or a prefix)." },
+                "lines": { "type": "string", "description": "A:B, 1-based, inclusive." },
+                "bytes": { "type": "string", "description": "A:B, 0-based, half-open." },
+                "pointer": { "type": "string", "description": "A JSON Pointer, such as /items/3." }
+            },
+            "required": ["id"]
+        })
+    }
+
+    fn output_schema(&self) -> Option<Value> {
+        Some(serde_json::json!({ "type": "string" }))
     }
 
     fn execute(&self, cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
@@ -267,6 +307,29 @@ fn count(args: &Value, key: &str) -> Result<Option<u64>, ToolError> {
 impl Tool for SpillGrep {
     fn name(&self) -> &str {
         "spill_grep"
+    }
+
+    fn description(&self) -> Option<&str> {
+        Some("Searches stored output with a regular expression: matching lines with their numbers, and context lines.")
+    }
+
+    fn input_schema(&self) -> Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "id": { "type": "string", "description": "The id a notice printed." },
+                "pattern": { "type": "string", "description": "A regular expression (Rust syntax)." },
+                "context": { "type": "integer", "description": "Lines of context around each match." },
+                "max_count": { "type": "integer", "description": "Stop after this many matches." },
+                "ignore_case": { "type": "boolean" },
+                "from_line": { "type": "integer", "description": "Where a continuation starts." }
+            },
+            "required": ["id", "pattern"]
+        })
+    }
+
+    fn output_schema(&self) -> Option<Value> {
+        Some(serde_json::json!({ "type": "string" }))
     }
 
     fn execute(&self, cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {

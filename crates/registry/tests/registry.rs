@@ -1288,3 +1288,38 @@ fn a_tool_policy_bounds_that_tool_only() {
         Err(spillway::PolicyError::BudgetTooSmall { .. })
     ));
 }
+
+/// The SDK declaration a `run_code` program is written against lists the
+/// registry's tools with their argument types, and not `run_code` itself.
+#[test]
+fn the_sdk_declares_every_tool_a_program_can_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store")).unwrap();
+    let log = Arc::new(SessionLog::open(dir.path().join("s.jsonl"), LogSync::EveryEvent).unwrap());
+    let policy = Policy::builder().max_inline_bytes(8192).build().unwrap();
+    let registry = Registry::builder(Spiller::new(policy, store).unwrap(), log)
+        .unwrap()
+        .tool(RunCode::new(programs as Program))
+        .tool(Bash::default())
+        .tool(SpillRead)
+        .tool(SpillGrep)
+        .build();
+    let sdk = registry.sdk();
+    assert!(sdk.starts_with("declare const tools: {\n"), "{sdk}");
+    for want in [
+        "  bash(args: {\n",
+        "    command: string;\n",
+        "    timeout?: number;\n",
+        "  }): Promise<string>;\n",
+        "  spill_grep(args: {\n",
+        "    pattern: string;\n",
+        "    ignore_case?: boolean;\n",
+        "  spill_read(args: {\n",
+        "    id: string;\n",
+        "    pointer?: string;\n",
+        "   * Runs a shell command",
+    ] {
+        assert!(sdk.contains(want), "{want:?} in\n{sdk}");
+    }
+    assert!(!sdk.contains("run_code"), "{sdk}");
+}
