@@ -417,33 +417,38 @@ fn gc_beside_a_concurrent_writer_leaves_a_consistent_store() {
 /// the backend keeps it, and the omitted lines read back.
 #[test]
 fn a_spill_through_the_stage_reads_back_from_every_backend() {
+    let all = numbered(20_000);
+    // Just over the budget (the common case), half again, twice, and far over.
+    let sizes = [4096 * 102 / 100, 4096 * 3 / 2, 4096 * 2, all.len()];
     for b in backends() {
         let policy = Policy::builder().max_inline_bytes(4096).build().unwrap();
         let spiller = Spiller::new(policy, b.store.clone()).unwrap();
-        let input = numbered(20_000);
-        let outcome = spiller.apply(&input).unwrap();
-        assert!(
-            outcome.spilled && outcome.content.len() <= 4096,
-            "{}",
-            b.name
-        );
-        let spill = outcome.spill.as_ref().expect("stored");
-        let [first, last] = outcome.omitted_range.unwrap();
-        let middle = b
-            .store
-            .read(
-                &spill.id,
-                &Selection::Lines(format!("{first}:{last}").parse().unwrap()),
-            )
-            .unwrap();
-        assert_eq!(middle.len() as u64, outcome.omitted_bytes, "{}", b.name);
-        let shown: PathBuf = spill.path.clone();
-        match b.store.location() {
-            Location::S3 { .. } => assert!(shown
-                .to_string_lossy()
-                .starts_with("s3://conformance/some/prefix/v1/objects/")),
-            Location::Memory => assert!(shown.to_string_lossy().starts_with("memory:blake3:")),
-            _ => assert!(shown.starts_with(support::store_dir(&b.store))),
+        for len in sizes {
+            let input = &all[..len];
+            let what = format!("{}, {len} bytes", b.name);
+            let outcome = spiller.apply(input).unwrap();
+            assert!(outcome.spilled && outcome.content.len() <= 4096, "{what}");
+            let spill = outcome.spill.as_ref().expect("stored");
+            assert_eq!(spill.bytes, len as u64, "{what}");
+            let [first, last] = outcome.omitted_range.unwrap();
+            let middle = b
+                .store
+                .read(
+                    &spill.id,
+                    &Selection::Lines(format!("{first}:{last}").parse().unwrap()),
+                )
+                .unwrap();
+            assert_eq!(middle.len() as u64, outcome.omitted_bytes, "{what}");
+            let shown: PathBuf = spill.path.clone();
+            match b.store.location() {
+                Location::S3 { .. } => assert!(shown
+                    .to_string_lossy()
+                    .starts_with("s3://conformance/some/prefix/v1/objects/")),
+                Location::Memory => {
+                    assert!(shown.to_string_lossy().starts_with("memory:blake3:"))
+                }
+                _ => assert!(shown.starts_with(support::store_dir(&b.store))),
+            }
         }
     }
 }

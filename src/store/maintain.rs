@@ -117,6 +117,22 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// The totals over `objects`, with the counts of temp files and of
+    /// quarantined objects where the backend keeps them.
+    pub(crate) fn of(objects: &[StoredObject], temp_files: usize, quarantined: usize) -> Stats {
+        Stats {
+            objects: objects.len(),
+            zstd_objects: objects
+                .iter()
+                .filter(|o| o.encoding == Encoding::Zstd)
+                .count(),
+            stored_bytes: objects.iter().map(|o| o.stored_bytes).sum(),
+            bytes: objects.iter().map(|o| o.bytes).sum(),
+            temp_files,
+            quarantined,
+        }
+    }
+
     /// `bytes / stored_bytes`, or 1 for an empty store.
     pub fn ratio(&self) -> f64 {
         if self.stored_bytes == 0 {
@@ -505,18 +521,11 @@ impl Local {
     ///
     /// An I/O error listing the store.
     pub(crate) fn stats(&self) -> Result<Stats, StoreError> {
-        let objects = self.list()?;
-        Ok(Stats {
-            objects: objects.len(),
-            zstd_objects: objects
-                .iter()
-                .filter(|o| o.encoding == Encoding::Zstd)
-                .count(),
-            stored_bytes: objects.iter().map(|o| o.stored_bytes).sum(),
-            bytes: objects.iter().map(|o| o.bytes).sum(),
-            temp_files: count_files(self.tmp_dir()),
-            quarantined: count_files(self.quarantine_dir()),
-        })
+        Ok(Stats::of(
+            &self.list()?,
+            count_files(self.tmp_dir()),
+            count_files(self.quarantine_dir()),
+        ))
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use super::maintain::choose_and_remove;
-use super::read::{one_match, scan_stored};
+use super::read::{first_good, one_match, scan_stored};
 use super::write::{parse_trailer, TRAILER_LEN};
 use super::{
     Backend, ContentId, CorruptObject, Encoding, GcOptions, GcReport, IdPrefix, Location,
@@ -167,20 +167,10 @@ impl Backend for Memory {
         id: &ContentId,
         f: &mut dyn FnMut(Option<&[u8]>),
     ) -> Result<StoredObject, StoreError> {
-        let mut first_error = None;
-        for encoding in Encoding::ALL {
-            let Some(obj) = self.get(id, encoding) else {
-                continue;
-            };
-            match self.scan(id, encoding, &obj, &mut |chunk| f(Some(chunk))) {
-                Ok(info) => return Ok(info),
-                Err(e) => {
-                    f(None);
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        Err(first_error.unwrap_or_else(|| StoreError::NotFound { id: id.to_string() }))
+        first_good(id, f, &mut |encoding, each| match self.get(id, encoding) {
+            Some(obj) => self.scan(id, encoding, &obj, each).map(Some),
+            None => Ok(None),
+        })
     }
 
     fn rescan(
@@ -320,18 +310,8 @@ impl Backend for Memory {
     }
 
     fn stats(&self) -> Result<Stats, StoreError> {
-        let objects = self.list()?;
-        Ok(Stats {
-            objects: objects.len(),
-            zstd_objects: objects
-                .iter()
-                .filter(|o| o.encoding == Encoding::Zstd)
-                .count(),
-            stored_bytes: objects.iter().map(|o| o.stored_bytes).sum(),
-            bytes: objects.iter().map(|o| o.bytes).sum(),
-            temp_files: 0,
-            quarantined: self.lock().quarantined,
-        })
+        let quarantined = self.lock().quarantined;
+        Ok(Stats::of(&self.list()?, 0, quarantined))
     }
 
     #[cfg(any(test, feature = "test-seams"))]

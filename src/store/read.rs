@@ -516,19 +516,15 @@ impl Local {
         id: &ContentId,
         f: &mut dyn FnMut(Option<&[u8]>),
     ) -> Result<StoredObject, StoreError> {
-        let mut first_error = None;
-        for encoding in Encoding::ALL {
+        first_good(id, f, &mut |encoding, each| {
             let path = self.object_path(id, encoding);
-            match self.scan(id, &path, encoding, &mut |chunk| f(Some(chunk))) {
-                Ok(info) => return Ok(info),
-                Err(StoreError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    f(None);
-                    first_error.get_or_insert(e);
+            match self.scan(id, &path, encoding, each) {
+                Err(StoreError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                    Ok(None)
                 }
+                r => r.map(Some),
             }
-        }
-        Err(first_error.unwrap_or_else(|| StoreError::NotFound { id: id.to_string() }))
+        })
     }
 
     /// Re-hashes one object file and checks it against `id`.
@@ -626,6 +622,34 @@ impl Local {
         out.sort_by(|a, b| a.id.cmp(&b.id).then(a.path.cmp(&b.path)));
         Ok(out)
     }
+}
+
+/// Streams the copy of one encoding through the callback it is given:
+/// `Ok(None)` when there is no copy in that encoding.
+pub(crate) type ScanCopy<'a> =
+    dyn FnMut(Encoding, &mut dyn FnMut(&[u8])) -> Result<Option<StoredObject>, StoreError> + 'a;
+
+/// Streams the one good copy of `id` through `f`: each encoding's copy in
+/// turn (`scan` gives `None` when there is none), so a bad copy under one
+/// name never hides a good copy under the other; `f(None)` says that what
+/// it was given so far came from a bad copy and must be forgotten.
+pub(crate) fn first_good(
+    id: &ContentId,
+    f: &mut dyn FnMut(Option<&[u8]>),
+    scan: &mut ScanCopy<'_>,
+) -> Result<StoredObject, StoreError> {
+    let mut first_error = None;
+    for encoding in Encoding::ALL {
+        match scan(encoding, &mut |chunk| f(Some(chunk))) {
+            Ok(Some(info)) => return Ok(info),
+            Ok(None) => {}
+            Err(e) => {
+                f(None);
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_error.unwrap_or_else(|| StoreError::NotFound { id: id.to_string() }))
 }
 
 /// Streams an object's stored bytes (`stored_bytes` long, in `encoding`)

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 use spillway::{ByteRange, IdPrefix, NoticeTemplates, Selection, Store};
 use spillway_registry::tools::{SpillGrep, SpillRead};
-use spillway_registry::ToolError;
+use spillway_registry::{Tool, ToolError};
 
 /// The names of the two tools that read stored output.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,34 +45,14 @@ impl ToolNames {
                 "name": self.read,
                 "title": "Read stored output",
                 "description": "Reads output that was too long to show in full and was stored: the lines A to B (\"lines\": \"A:B\", 1-based, inclusive), the bytes A to B (\"bytes\": \"A:B\", 0-based, half-open), or the value at a JSON Pointer of a stored JSON document (\"pointer\": \"/items/3\"). The answer fits the budget; when it does not hold everything, its last line gives the exact range that continues.",
-                "inputSchema": {
-                    "type": "object",
-                    "properties": {
-                        "id": {"type": "string", "description": "The id the notice printed (blake3:… or a prefix of at least 8 hex digits)."},
-                        "lines": {"type": "string", "description": "A:B, A: or :B"},
-                        "bytes": {"type": "string", "description": "A:B, A: or :B"},
-                        "pointer": {"type": "string", "description": "A JSON Pointer, such as /items/3"}
-                    },
-                    "required": ["id"]
-                },
+                "inputSchema": SpillRead.input_schema(),
                 "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
             }),
             json!({
                 "name": self.grep,
                 "title": "Search stored output",
                 "description": "Searches output that was stored with a regular expression (Rust regex syntax): matching lines as N:text, context lines as N-text, as grep -n prints them. The answer fits the budget; when matches are left, its last line gives the from_line that continues.",
-                "inputSchema": {
-                    "type": "object",
-                    "properties": {
-                        "id": {"type": "string", "description": "The id the notice printed."},
-                        "pattern": {"type": "string", "description": "A regular expression."},
-                        "context": {"type": "integer", "minimum": 0, "description": "Lines of context before and after each match."},
-                        "max_count": {"type": "integer", "minimum": 0, "description": "Stop after this many matching lines."},
-                        "ignore_case": {"type": "boolean"},
-                        "from_line": {"type": "integer", "minimum": 1, "description": "Start at this line (a continuation gives it)."}
-                    },
-                    "required": ["id", "pattern"]
-                },
+                "inputSchema": SpillGrep.input_schema(),
                 "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
             }),
         ]

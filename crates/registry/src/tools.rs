@@ -145,10 +145,10 @@ impl Tool for SpillRead {
         serde_json::json!({
             "type": "object",
             "properties": {
-                "id": { "type": "string", "description": "The id a notice printed (blake3:… or a prefix)." },
-                "lines": { "type": "string", "description": "A:B, 1-based, inclusive." },
-                "bytes": { "type": "string", "description": "A:B, 0-based, half-open." },
-                "pointer": { "type": "string", "description": "A JSON Pointer, such as /items/3." }
+                "id": {"type": "string", "description": "The id the notice printed (blake3:… or a prefix of at least 8 hex digits)."},
+                "lines": {"type": "string", "description": "A:B, A: or :B"},
+                "bytes": {"type": "string", "description": "A:B, A: or :B"},
+                "pointer": {"type": "string", "description": "A JSON Pointer, such as /items/3"}
             },
             "required": ["id"]
         })
@@ -317,12 +317,12 @@ impl Tool for SpillGrep {
         serde_json::json!({
             "type": "object",
             "properties": {
-                "id": { "type": "string", "description": "The id a notice printed." },
-                "pattern": { "type": "string", "description": "A regular expression (Rust syntax)." },
-                "context": { "type": "integer", "description": "Lines of context around each match." },
-                "max_count": { "type": "integer", "description": "Stop after this many matches." },
-                "ignore_case": { "type": "boolean" },
-                "from_line": { "type": "integer", "description": "Where a continuation starts." }
+                "id": {"type": "string", "description": "The id the notice printed."},
+                "pattern": {"type": "string", "description": "A regular expression."},
+                "context": {"type": "integer", "minimum": 0, "description": "Lines of context before and after each match."},
+                "max_count": {"type": "integer", "minimum": 0, "description": "Stop after this many matching lines."},
+                "ignore_case": {"type": "boolean"},
+                "from_line": {"type": "integer", "minimum": 1, "description": "Start at this line (a continuation gives it)."}
             },
             "required": ["id", "pattern"]
         })

@@ -418,18 +418,12 @@ impl Remote {
 
     /// Totals over the bucket's objects.
     pub(crate) fn stats(&self) -> Result<Stats, StoreError> {
-        let objects = self.list_objects()?;
-        Ok(Stats {
-            objects: objects.len(),
-            zstd_objects: objects
-                .iter()
-                .filter(|(o, _)| o.encoding == Encoding::Zstd)
-                .count(),
-            stored_bytes: objects.iter().map(|(o, _)| o.stored_bytes).sum(),
-            bytes: objects.iter().map(|(o, _)| o.bytes).sum(),
-            temp_files: self.list("tmp/")?.len(),
-            quarantined: self.list("quarantine/")?.len(),
-        })
+        let objects: Vec<StoredObject> = self.list_objects()?.into_iter().map(|(o, _)| o).collect();
+        Ok(Stats::of(
+            &objects,
+            self.list("tmp/")?.len(),
+            self.list("quarantine/")?.len(),
+        ))
     }
 }
 
