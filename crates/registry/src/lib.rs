@@ -35,6 +35,7 @@ pub mod turn;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -386,6 +387,36 @@ pub struct Registry {
     skip: HashSet<String>,
 }
 
+/// Which tools a model is shown: the three presentation modes of Code
+/// Mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Presentation {
+    /// Every tool but `run_code`, called natively.
+    Native,
+    /// `run_code`, whose description carries the SDK declaration of the
+    /// others, and the retrieval tools (those that read stored output:
+    /// the skip list, by default `read`, `spill_read` and `spill_grep`).
+    Ptc,
+    /// Every tool, `run_code` with the SDK declaration too.
+    Both,
+}
+
+impl std::str::FromStr for Presentation {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "native" => Ok(Presentation::Native),
+            "ptc" => Ok(Presentation::Ptc),
+            "both" => Ok(Presentation::Both),
+            other => Err(format!(
+                "unknown presentation {other:?}: native, ptc or both"
+            )),
+        }
+    }
+}
+
 impl Registry {
     /// The SDK declaration of this registry's tools, as a `run_code`
     /// program calls them (`await tools.<name>(args)`): every tool but
@@ -396,14 +427,43 @@ impl Registry {
             .tools
             .values()
             .filter(|t| t.name() != "run_code")
-            .map(|t| sdk::ToolSpec {
-                name: t.name().to_owned(),
-                description: t.description().map(str::to_owned),
-                input_schema: t.input_schema(),
-                output_schema: t.output_schema(),
-            })
+            .map(|t| spec_of(t.as_ref()))
             .collect();
         sdk::declaration(&specs)
+    }
+
+    /// The tools a model is shown in `mode`, in name order; `run_code`'s
+    /// description ends with the SDK declaration ([`Registry::sdk`]) in a
+    /// `ts` code block.
+    pub fn tools(&self, mode: Presentation) -> Vec<sdk::ToolSpec> {
+        self.tools
+            .values()
+            .filter(|t| {
+                let code = t.name() == "run_code";
+                match mode {
+                    Presentation::Native => !code,
+                    Presentation::Ptc => code || self.skip.contains(t.name()),
+                    Presentation::Both => true,
+                }
+            })
+            .map(|t| {
+                let mut spec = spec_of(t.as_ref());
+                if t.name() == "run_code" {
+                    let head = spec.description.take().unwrap_or_default();
+                    spec.description = Some(format!("{head}\n\n```ts\n{}```", self.sdk()));
+                }
+                spec
+            })
+            .collect()
+    }
+}
+
+fn spec_of(t: &dyn Tool) -> sdk::ToolSpec {
+    sdk::ToolSpec {
+        name: t.name().to_owned(),
+        description: t.description().map(str::to_owned),
+        input_schema: t.input_schema(),
+        output_schema: t.output_schema(),
     }
 }
 
@@ -600,13 +660,32 @@ impl Registry {
     /// [`NotDurable`] when the session log cannot be written; it hands the
     /// result back.
     pub fn call(&self, call: &ToolCall) -> Result<ToolResult, NotDurable> {
-        let (result, logged) = self.execute(call);
+        self.call_with_signal(call, Arc::new(AtomicUsize::new(0)))
+    }
+
+    /// [`Registry::call`] that the caller can cancel: storing a signal
+    /// number in `signal` passes it on to a command the call runs, and
+    /// stops a `run_code` program and its nested calls.
+    ///
+    /// # Errors
+    ///
+    /// As [`Registry::call`].
+    pub fn call_with_signal(
+        &self,
+        call: &ToolCall,
+        signal: Arc<AtomicUsize>,
+    ) -> Result<ToolResult, NotDurable> {
+        let (result, logged) = self.execute(call, signal);
         self.record(result, logged)
     }
 
     /// Logs the call and runs it through the pipeline; the result is not
     /// recorded yet.
-    fn execute(&self, call: &ToolCall) -> (ToolResult, Result<(), LogError>) {
+    fn execute(
+        &self,
+        call: &ToolCall,
+        signal: Arc<AtomicUsize>,
+    ) -> (ToolResult, Result<(), LogError>) {
         let logged = self.log.append(&Event::ToolCall {
             call_id: call.id.clone(),
             tool: call.tool.clone(),
@@ -619,6 +698,7 @@ impl Registry {
             call_id: call.id.clone(),
             nested: false,
             scanned: Vec::new(),
+            signal,
         };
         let executed = self
             .precheck(call)
@@ -627,6 +707,10 @@ impl Registry {
         let (mut content, mut is_error, mut streamed) = match executed {
             Ok(Rendered::Blocks(b)) => (b, false, None),
             Ok(Rendered::Streamed(o)) => (vec![Block::text(o.content.clone())], false, Some(o)),
+            // A program's failure went through the stage with its logs.
+            Err(ToolError::CodeRunFailed(CodeRunFailed {
+                output: Some(o), ..
+            })) => (vec![Block::text(o.content.clone())], true, Some(*o)),
             Err(e) => (vec![Block::text(e.to_string())], true, None),
         };
         if !is_error {
@@ -729,6 +813,9 @@ pub struct Cx<'a> {
     nested: bool,
     /// What the scanners of a streamed output decided.
     scanned: Vec<PostDecision>,
+    /// A signal number to pass on to a command the call runs, set when the
+    /// call is cancelled (0 while it runs).
+    signal: Arc<AtomicUsize>,
 }
 
 impl Cx<'_> {
@@ -740,6 +827,13 @@ impl Cx<'_> {
     /// Whether this is a program's nested call.
     pub fn is_nested(&self) -> bool {
         self.nested
+    }
+
+    /// The call's cancellation: a signal number to pass on to a command it
+    /// runs (`RunOptions::forward` of `spillway-process`), set when the
+    /// caller cancels the call or its program ended; 0 while it runs.
+    pub fn signal(&self) -> &Arc<AtomicUsize> {
+        &self.signal
     }
 
     /// A spill stage for this call's text output. Outer calls get the
@@ -788,53 +882,5 @@ impl Cx<'_> {
     /// The policy that bounds this call's tool.
     pub fn policy(&self) -> &Policy {
         self.registry.spiller_for(&self.call.tool).policy()
-    }
-
-    /// Runs a program's `n`th nested call: pre-policies apply, post-policies
-    /// do not (the program gets complete values). The durable copy in the
-    /// `tool/code-dispatch` event is bounded by the spill stage.
-    fn dispatch_nested(&mut self, n: u32, tool: &str, args: Value) -> Result<String, String> {
-        let reg = self.registry;
-        let sub_call_id = format!("{}:code:{n}", self.call_id);
-        let call = ToolCall::new(sub_call_id.clone(), tool, args.clone());
-        let _ = reg.log.append(&Event::CodeDispatchStart {
-            sub_call_id: sub_call_id.clone(),
-            parent_call_id: self.call_id.clone(),
-            tool: tool.to_string(),
-            args: args.clone(),
-        });
-        let executed = reg.precheck(&call).and_then(|t| {
-            let mut cx = Cx {
-                registry: reg,
-                call: &call,
-                call_id: sub_call_id.clone(),
-                nested: true,
-                scanned: Vec::new(),
-            };
-            t.execute(&mut cx, &args)
-        });
-        let (text, is_error) = match executed {
-            Ok(Rendered::Blocks(b)) => (
-                text_of(&b).unwrap_or_else(|| serde_json::to_string(&b).unwrap_or_default()),
-                false,
-            ),
-            Ok(Rendered::Streamed(o)) => (o.content, false),
-            Err(e) => (e.to_string(), true),
-        };
-        let (bounded, _) = finish_bounded(reg.spiller_for(tool).apply(text.as_bytes()));
-        let _ = reg.log.append(&Event::CodeDispatch {
-            sub_call_id,
-            parent_call_id: self.call_id.clone(),
-            tool: tool.to_string(),
-            args,
-            content: vec![Block::text(bounded.content)],
-            is_error,
-            spills: bounded.spill.map(|s| s.id).into_iter().collect(),
-        });
-        if is_error {
-            Err(text)
-        } else {
-            Ok(text)
-        }
     }
 }

@@ -3,10 +3,14 @@
 
 use std::fmt;
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::Value;
+use spillway::Outcome;
 
-use super::{Cx, Rendered, Tool, ToolError};
+use super::events::Event;
+use super::{text_of, Block, Cx, Registry, Rendered, Tool, ToolCall, ToolError, ToolStage};
 
 /// The text when a program logged nothing and returned nothing.
 pub const NO_OUTPUT: &str = "(run_code completed with no output)";
@@ -123,128 +127,429 @@ pub fn render(output: &RunCodeOutput, out: &mut dyn Write) -> io::Result<()> {
     // Many small pieces (a log line, a newline, a JSON token): gather them
     // into 64 KiB writes, so the stage's per-write work is amortized.
     let mut out = io::BufWriter::with_capacity(64 << 10, out);
-    render_into(output, &mut out)?;
+    let mut r = Renderer::default();
+    for line in &output.logs {
+        r.log(&mut out, line.as_bytes())?;
+    }
+    r.result(&mut out, output.result.as_ref().map(ResultRef::Json))?;
     out.flush()
 }
 
-fn render_into(output: &RunCodeOutput, out: &mut dyn Write) -> io::Result<()> {
-    let mut wrote = false;
-    for (i, line) in output.logs.iter().enumerate() {
-        if i > 0 {
-            out.write_all(b"\n")?;
-        }
-        out.write_all(line.as_bytes())?;
-        wrote |= !line.is_empty();
-    }
-    // An all-empty log list renders as nothing, like an empty part.
-    let logs_part = output.logs.len() > 1 || wrote;
-    let result_part = match &output.result {
-        None => false,
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(_) => true,
-    };
-    if logs_part && result_part {
-        out.write_all(b"\n")?;
-    }
-    match &output.result {
-        Some(Value::String(s)) => out.write_all(s.as_bytes())?,
-        Some(v) if result_part => write_json(v, out)?,
-        _ => {}
-    }
-    if !logs_part && !result_part {
-        out.write_all(NO_OUTPUT.as_bytes())?;
-    }
-    Ok(())
+/// The render contract as a stream: logs as they come, then the result.
+/// Rendering logs one by one gives exactly what [`render`] gives for the
+/// whole list.
+#[derive(Debug, Default)]
+struct Renderer {
+    /// Log lines rendered so far.
+    lines: u64,
+    /// Whether any of them was not empty.
+    wrote: bool,
 }
 
-/// Why a program failed: it threw, ran out of budget, was aborted, or the
-/// runtime crashed. Error code `CODE_RUN_FAILED`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A result to render: a JSON value, text (verbatim), or compact JSON text.
+#[derive(Clone, Copy)]
+enum ResultRef<'a> {
+    Json(&'a Value),
+    Text(&'a str),
+    JsonText(&'a str),
+}
+
+impl Renderer {
+    fn log(&mut self, out: &mut dyn Write, line: &[u8]) -> io::Result<()> {
+        if self.lines > 0 {
+            out.write_all(b"\n")?;
+        }
+        out.write_all(line)?;
+        self.lines += 1;
+        self.wrote |= !line.is_empty();
+        Ok(())
+    }
+
+    /// Whether the logs make a part of their own: an all-empty log list
+    /// renders as nothing, like an empty part.
+    fn logs_part(&self) -> bool {
+        self.lines > 1 || self.wrote
+    }
+
+    fn result(&mut self, out: &mut dyn Write, result: Option<ResultRef<'_>>) -> io::Result<()> {
+        // A JSON string is text.
+        let result = result.map(|r| match r {
+            ResultRef::Json(Value::String(s)) => ResultRef::Text(s),
+            other => other,
+        });
+        let result_part = match result {
+            None => false,
+            Some(ResultRef::Text(s)) => !s.is_empty(),
+            Some(ResultRef::Json(_)) => true,
+            Some(ResultRef::JsonText(t)) => !t.is_empty(),
+        };
+        if self.logs_part() && result_part {
+            out.write_all(b"\n")?;
+        }
+        match result {
+            Some(ResultRef::Text(s)) => out.write_all(s.as_bytes())?,
+            Some(ResultRef::Json(v)) => write_json(v, out)?,
+            Some(ResultRef::JsonText(t)) => out.write_all(t.as_bytes())?,
+            None => {}
+        }
+        if !self.logs_part() && !result_part {
+            out.write_all(NO_OUTPUT.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// A failure's last line, after the logs so far.
+    fn failure(&mut self, out: &mut dyn Write, failed: &CodeRunFailed) -> io::Result<()> {
+        if self.logs_part() {
+            out.write_all(b"\n")?;
+        }
+        write!(out, "{}: {}", CodeRunFailed::CODE, failed.message)
+    }
+}
+
+/// What a program returned.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum CodeValue {
+    /// A JSON value: a string renders verbatim, anything else as compact
+    /// JSON.
+    Json(Value),
+    /// Text, rendered verbatim (a program returned a string).
+    Text(String),
+    /// A value the runtime already wrote as compact JSON, rendered as it
+    /// is (a runtime serializes inside its sandbox, at any depth).
+    JsonText(String),
+}
+
+impl From<Value> for CodeValue {
+    fn from(v: Value) -> Self {
+        CodeValue::Json(v)
+    }
+}
+
+impl Drop for CodeValue {
+    fn drop(&mut self) {
+        if let CodeValue::Json(v) = self {
+            drop_deep(std::mem::take(v));
+        }
+    }
+}
+
+impl CodeValue {
+    fn as_ref(&self) -> ResultRef<'_> {
+        match self {
+            CodeValue::Json(v) => ResultRef::Json(v),
+            CodeValue::Text(t) => ResultRef::Text(t),
+            CodeValue::JsonText(t) => ResultRef::JsonText(t),
+        }
+    }
+}
+
+/// Which limit a program ran past.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Limit {
+    /// The wall-time limit.
+    WallTime,
+    /// The memory limit.
+    Memory,
+    /// The stack limit (recursion too deep).
+    Stack,
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Limit::WallTime => "wall-time limit",
+            Limit::Memory => "memory limit",
+            Limit::Stack => "stack limit",
+        })
+    }
+}
+
+/// Why a program failed: it threw, ran past a limit, was cancelled, or the
+/// runtime failed. Error code `CODE_RUN_FAILED`.
+///
+/// A runtime returns it from [`CodeRuntime::run`]; the `run_code` tool
+/// then writes it as the last line of the program's output, after the
+/// logs so far, and bounds the whole like any output ([`Self::output`]).
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct CodeRunFailed {
     /// What went wrong.
     pub message: String,
-    /// The logs captured before the failure.
-    pub logs: Vec<String>,
+    /// The limit the program ran past, if that is why it failed.
+    pub limit: Option<Limit>,
+    /// The bounded content: the logs so far and this error, as the spill
+    /// stage left them. Set by the `run_code` tool.
+    pub output: Option<Box<Outcome>>,
 }
 
 impl CodeRunFailed {
     /// The error code.
     pub const CODE: &'static str = "CODE_RUN_FAILED";
 
-    /// A failure with the logs captured so far.
-    pub fn new(message: impl Into<String>, logs: Vec<String>) -> Self {
+    /// A failure.
+    pub fn new(message: impl Into<String>) -> Self {
         CodeRunFailed {
             message: message.into(),
-            logs,
+            limit: None,
+            output: None,
+        }
+    }
+
+    /// A failure for running past `limit`.
+    pub fn limit(limit: Limit, message: impl Into<String>) -> Self {
+        CodeRunFailed {
+            message: message.into(),
+            limit: Some(limit),
+            output: None,
         }
     }
 }
 
 impl fmt::Display for CodeRunFailed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", Self::CODE, self.message)?;
-        if !self.logs.is_empty() {
-            write!(f, "\ncaptured output:\n{}", self.logs.join("\n"))?;
+        match &self.output {
+            Some(o) => f.write_str(&o.content),
+            None => write!(f, "{}: {}", Self::CODE, self.message),
         }
-        Ok(())
     }
 }
 
 impl std::error::Error for CodeRunFailed {}
 
-/// What a running program sees: a log, and a handle on the host's tools.
-pub struct CodeHost<'a, 'b> {
-    cx: &'a mut Cx<'b>,
-    logs: Vec<String>,
-    calls: u32,
+/// A nested call a program started: its number and arguments. Run it with
+/// [`Dispatcher::run`], on any thread.
+#[derive(Debug)]
+pub struct NestedCall {
+    n: u32,
+    tool: String,
+    args: Value,
 }
 
-impl CodeHost<'_, '_> {
-    /// Captures a log line (a `print`).
-    pub fn log(&mut self, line: impl Into<String>) {
-        self.logs.push(line.into());
+impl NestedCall {
+    /// Its number in the run: `n` of `<outerCallId>:code:<n>`.
+    pub fn n(&self) -> u32 {
+        self.n
     }
 
-    /// The logs so far.
-    pub fn logs(&self) -> &[String] {
-        &self.logs
+    /// The tool it calls.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+}
+
+/// Runs a program's nested calls. Cheap to clone, and `Send + Sync`: calls
+/// a program starts together run on as many threads as the runtime gives
+/// them.
+#[derive(Clone)]
+pub struct Dispatcher<'a> {
+    registry: &'a Registry,
+    parent: Arc<str>,
+    stop: Arc<Stop>,
+}
+
+/// How a run's nested calls are stopped.
+#[derive(Debug)]
+struct Stop {
+    /// The outer call's signal: set when the caller cancels it.
+    outer: Arc<AtomicUsize>,
+    /// The signal the run was stopped with (0 while it runs).
+    stopped: AtomicUsize,
+    /// Each running nested call's signal, passed on to its command.
+    live: Mutex<Vec<Weak<AtomicUsize>>>,
+}
+
+impl Dispatcher<'_> {
+    /// Runs a started call through the registry's nested dispatch: its
+    /// complete text, or its error text. Writes `tool/code-dispatch`.
+    ///
+    /// # Errors
+    ///
+    /// The tool's error, as text.
+    pub fn run(&self, call: NestedCall) -> Result<String, String> {
+        let signal = Arc::new(AtomicUsize::new(0));
+        {
+            let mut live = lock(&self.stop.live);
+            live.retain(|w| w.strong_count() > 0);
+            live.push(Arc::downgrade(&signal));
+        }
+        // A call started after the stop is stopped at once.
+        let stopped = self.stop.stopped.load(Ordering::SeqCst);
+        if stopped != 0 {
+            signal.store(stopped, Ordering::SeqCst);
+        }
+        nested_run(
+            self.registry,
+            &self.parent,
+            call.n,
+            &call.tool,
+            call.args,
+            signal,
+        )
     }
 
-    /// Calls a host tool (`tools.name(args)`): returns its complete rendered
-    /// text. Emits `tool/code-dispatch-start` and `tool/code-dispatch`.
+    /// Stops the calls still running, and any started later: the command
+    /// a nested call runs gets `signal` (9, SIGKILL, when its program
+    /// ended).
+    pub fn stop(&self, signal: i32) {
+        let signal = signal.max(1) as usize;
+        self.stop.stopped.store(signal, Ordering::SeqCst);
+        for s in lock(&self.stop.live).iter().filter_map(Weak::upgrade) {
+            s.store(signal, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether the outer call was cancelled or the run stopped.
+    pub fn stopped(&self) -> bool {
+        self.stop.stopped.load(Ordering::SeqCst) != 0 || self.stop.outer.load(Ordering::SeqCst) != 0
+    }
+}
+
+impl fmt::Debug for Dispatcher<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Dispatcher")
+            .field("parent", &self.parent)
+            .finish()
+    }
+}
+
+/// A tool a program can call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Callable {
+    /// Its name: `tools.<name>` in the program.
+    pub name: String,
+    /// Whether its value is JSON (its output schema says a type other than
+    /// `string`): a program then gets the parsed value, else the text.
+    pub json: bool,
+}
+
+/// What a running program sees: its output, and a handle on the host's
+/// tools.
+///
+/// Logs go straight into the spill stage as they are printed, so a program
+/// that prints without end runs in bounded memory.
+pub struct CodeHost<'a> {
+    stage: ToolStage,
+    renderer: Renderer,
+    dispatcher: Dispatcher<'a>,
+    callable: Vec<Callable>,
+    calls: u32,
+    /// A write to the stage failed (it never does: the stage takes every
+    /// byte); kept so the error is not lost.
+    failed: Option<io::Error>,
+}
+
+impl<'a> CodeHost<'a> {
+    /// Writes a log line (a `print`) into the output.
+    pub fn log(&mut self, line: impl AsRef<str>) {
+        if let Err(e) = self.renderer.log(&mut self.stage, line.as_ref().as_bytes()) {
+            self.failed.get_or_insert(e);
+        }
+    }
+
+    /// Bytes of output so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.stage.bytes_written()
+    }
+
+    /// The tools a program can call: every tool of the registry but
+    /// `run_code`, by name.
+    pub fn tools(&self) -> &[Callable] {
+        &self.callable
+    }
+
+    /// The SDK declaration of those tools (see [`Registry::sdk`]).
+    pub fn sdk(&self) -> String {
+        self.dispatcher.registry.sdk()
+    }
+
+    /// Calls a host tool (`await tools.name(args)`) and waits for it: its
+    /// complete text. Emits `tool/code-dispatch-start` and
+    /// `tool/code-dispatch`.
     ///
     /// # Errors
     ///
     /// The tool's error, as text.
     pub fn call(&mut self, tool: &str, args: Value) -> Result<String, String> {
-        self.calls += 1;
-        let n = self.calls;
-        self.cx.dispatch_nested(n, tool, args)
+        let call = self.start(tool, args);
+        self.dispatcher.run(call)
     }
 
-    /// Fails the program, keeping the logs captured so far.
+    /// Starts a nested call: gives it the next number and writes
+    /// `tool/code-dispatch-start`. Numbers follow the order calls start in;
+    /// run it with [`Dispatcher::run`] on any thread.
+    pub fn start(&mut self, tool: &str, args: Value) -> NestedCall {
+        self.calls += 1;
+        let n = self.calls;
+        let reg = self.dispatcher.registry;
+        let _ = reg.log.append(&Event::CodeDispatchStart {
+            sub_call_id: sub_call_id(&self.dispatcher.parent, n),
+            parent_call_id: self.dispatcher.parent.to_string(),
+            tool: tool.to_string(),
+            args: args.clone(),
+        });
+        NestedCall {
+            n,
+            tool: tool.to_owned(),
+            args,
+        }
+    }
+
+    /// A handle that runs started calls, on any thread.
+    pub fn dispatcher(&self) -> Dispatcher<'a> {
+        self.dispatcher.clone()
+    }
+
+    /// Whether the outer call was cancelled: the program should stop.
+    pub fn cancelled(&self) -> bool {
+        self.dispatcher.stopped()
+    }
+
+    /// The outer call's cancellation signal (0 while it runs), for a
+    /// runtime that checks it from another thread or an interrupt handler.
+    pub fn cancellation(&self) -> Arc<AtomicUsize> {
+        self.dispatcher.stop.outer.clone()
+    }
+
+    /// A failure (kept for runtimes that map errors in one place).
     pub fn fail(&mut self, message: impl Into<String>) -> CodeRunFailed {
-        CodeRunFailed::new(message, std::mem::take(&mut self.logs))
+        CodeRunFailed::new(message)
     }
 }
 
-/// Runs programs. A harness plugs in its interpreter (a JavaScript sandbox,
-/// a WASM runtime); tests plug in Rust closures.
+fn sub_call_id(parent: &str, n: u32) -> String {
+    format!("{parent}:code:{n}")
+}
+
+/// Runs programs. A harness plugs in its interpreter (the JavaScript
+/// sandbox of `spillway-code`, a WASM runtime); tests plug in Rust
+/// closures.
 pub trait CodeRuntime: Send + Sync {
-    /// Runs `code`; returns its value. Logs go through `host.log`.
+    /// Runs `code`; returns its value. Logs go through [`CodeHost::log`].
     ///
     /// # Errors
     ///
     /// [`CodeRunFailed`] when the program fails.
-    fn run(&self, code: &str, host: &mut CodeHost<'_, '_>) -> Result<Option<Value>, CodeRunFailed>;
+    fn run(&self, code: &str, host: &mut CodeHost<'_>) -> Result<Option<CodeValue>, CodeRunFailed>;
+
+    /// What `run_code` says of itself to the model, before the SDK
+    /// declaration. Default: the contract in a few sentences.
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
 }
+
+/// `run_code`'s description when the runtime gives none.
+pub const DESCRIPTION: &str = "Runs a program that calls the tools below with `await tools.<name>(args)` and gets their complete values. What it prints (print, console.log) comes back first, then the value it returns; long output comes back bounded, the rest stored to read back.";
 
 impl<F> CodeRuntime for F
 where
-    F: Fn(&str, &mut CodeHost<'_, '_>) -> Result<Option<Value>, CodeRunFailed> + Send + Sync,
+    F: Fn(&str, &mut CodeHost<'_>) -> Result<Option<CodeValue>, CodeRunFailed> + Send + Sync,
 {
-    fn run(&self, code: &str, host: &mut CodeHost<'_, '_>) -> Result<Option<Value>, CodeRunFailed> {
+    fn run(&self, code: &str, host: &mut CodeHost<'_>) -> Result<Option<CodeValue>, CodeRunFailed> {
         self(code, host)
     }
 }
@@ -266,25 +571,150 @@ impl<R: CodeRuntime> Tool for RunCode<R> {
         "run_code"
     }
 
+    fn description(&self) -> Option<&str> {
+        Some(self.runtime.description())
+    }
+
+    fn input_schema(&self) -> Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "code": {"type": "string", "description": "The body of an async function: top-level await, and return gives the result."}
+            },
+            "required": ["code"]
+        })
+    }
+
     fn execute(&self, cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
         let code = args
             .get("code")
             .and_then(Value::as_str)
             .ok_or_else(|| ToolError::InvalidArgs("run_code needs a string `code`".into()))?;
+        let registry = cx.registry;
         let mut host = CodeHost {
-            cx,
-            logs: Vec::new(),
+            stage: cx.stage(),
+            renderer: Renderer::default(),
+            dispatcher: Dispatcher {
+                registry,
+                parent: Arc::from(cx.call_id()),
+                stop: Arc::new(Stop {
+                    outer: cx.signal.clone(),
+                    stopped: AtomicUsize::new(0),
+                    live: Mutex::new(Vec::new()),
+                }),
+            },
+            callable: registry
+                .tools
+                .values()
+                .filter(|t| t.name() != "run_code")
+                .map(|t| Callable {
+                    name: t.name().to_owned(),
+                    json: t
+                        .output_schema()
+                        .is_some_and(|s| s.get("type").is_some_and(|t| t != "string")),
+                })
+                .collect(),
             calls: 0,
+            failed: None,
         };
-        let result = self
-            .runtime
-            .run(code, &mut host)
-            .map_err(ToolError::CodeRunFailed)?;
-        let logs = std::mem::take(&mut host.logs);
-        let output = RunCodeOutput { logs, result };
-        let mut stage = host.cx.stage();
-        render(&output, &mut stage).map_err(|e| ToolError::Failed(e.to_string()))?;
-        drop(output);
-        Ok(Rendered::Streamed(host.cx.finish(stage)?))
+        let ran = self.runtime.run(code, &mut host);
+        // Whatever the run left running stops now.
+        host.dispatcher.stop(SIGKILL as i32);
+        let CodeHost {
+            stage,
+            mut renderer,
+            failed,
+            ..
+        } = host;
+        // Small writes (a JSON token at a time) gathered into 64 KiB ones.
+        let mut out = io::BufWriter::with_capacity(64 << 10, stage);
+        let written = match &ran {
+            Ok(value) => renderer.result(&mut out, value.as_ref().map(CodeValue::as_ref)),
+            Err(failed) => renderer.failure(&mut out, failed),
+        };
+        let stage = out
+            .into_inner()
+            .map_err(|e| ToolError::Failed(e.to_string()))?;
+        if let Some(e) = failed {
+            return Err(ToolError::Failed(e.to_string()));
+        }
+        written.map_err(|e| ToolError::Failed(e.to_string()))?;
+        let outcome = cx.finish(stage)?;
+        match ran {
+            Ok(value) => {
+                drop(value);
+                Ok(Rendered::Streamed(outcome))
+            }
+            Err(mut failed) => {
+                failed.output = Some(Box::new(outcome));
+                Err(ToolError::CodeRunFailed(failed))
+            }
+        }
     }
+}
+
+/// SIGKILL: what a nested command still running when its program ended
+/// gets.
+const SIGKILL: usize = 9;
+
+/// Runs a program's `n`th nested call: pre-policies apply, post-policies do
+/// not (the program gets complete values). The durable copy in the
+/// `tool/code-dispatch` event is bounded by the spill stage.
+fn nested_run(
+    reg: &Registry,
+    parent: &str,
+    n: u32,
+    tool: &str,
+    args: Value,
+    signal: Arc<AtomicUsize>,
+) -> Result<String, String> {
+    let sub_call_id = sub_call_id(parent, n);
+    let call = ToolCall::new(sub_call_id.clone(), tool, args.clone());
+    let executed = if tool == "run_code" {
+        Err(ToolError::Failed(
+            "run_code cannot be called from a program".into(),
+        ))
+    } else {
+        reg.precheck(&call).and_then(|t| {
+            let mut cx = Cx {
+                registry: reg,
+                call: &call,
+                call_id: sub_call_id.clone(),
+                nested: true,
+                scanned: Vec::new(),
+                signal,
+            };
+            t.execute(&mut cx, &args)
+        })
+    };
+    let (text, is_error) = match executed {
+        Ok(Rendered::Blocks(b)) => (
+            text_of(&b).unwrap_or_else(|| serde_json::to_string(&b).unwrap_or_default()),
+            false,
+        ),
+        Ok(Rendered::Streamed(o)) => (o.content, false),
+        Err(e) => (e.to_string(), true),
+    };
+    let bounded = match reg.spiller_for(tool).apply(text.as_bytes()) {
+        Ok(o) => o,
+        Err(e) => e.into_outcome(),
+    };
+    let _ = reg.log.append(&Event::CodeDispatch {
+        sub_call_id,
+        parent_call_id: parent.to_owned(),
+        tool: tool.to_string(),
+        args,
+        content: vec![Block::text(bounded.content)],
+        is_error,
+        spills: bounded.spill.map(|s| s.id).into_iter().collect(),
+    });
+    if is_error {
+        Err(text)
+    } else {
+        Ok(text)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

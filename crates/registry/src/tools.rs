@@ -95,6 +95,9 @@ impl Tool for Bash {
         let mut opts = RunOptions::default();
         opts.drain = self.drain;
         opts.timeout = timeout;
+        // Cancelling the call (or the end of the program that made it)
+        // stops the command.
+        opts.forward = Some(cx.signal().clone());
         let mut stage = cx.stage();
         let finished = run_merged(&mut cmd, &opts, &mut stage, &mut |_| {})
             .map_err(|e| ToolError::Failed(e.to_string()))?;

@@ -12,17 +12,21 @@ use serde_json::{json, Value};
 use spillway::{ContentId, Durability, Policy, Selection, Spiller, Store, WriteOptions};
 use spillway_registry::card::{cards, HostFrame};
 use spillway_registry::events::{replay, replay_file, Event, LogSync, SessionLog};
-use spillway_registry::run_code::{CodeHost, CodeRunFailed, RunCode, NO_OUTPUT};
+use spillway_registry::run_code::{CodeHost, CodeRunFailed, CodeValue, RunCode, NO_OUTPUT};
 use spillway_registry::tools::{Bash, SpillGrep, SpillRead};
 use spillway_registry::{
     Block, Cx, OutputScanner, PostDecision, PostPolicy, Registry, Rendered, Tool, ToolCall,
     ToolError, ToolResult,
 };
 
-type Program = fn(&str, &mut CodeHost<'_, '_>) -> Result<Option<Value>, CodeRunFailed>;
+type Program = fn(&str, &mut CodeHost<'_>) -> Result<Option<CodeValue>, CodeRunFailed>;
 
 /// A runtime whose "code" names one of these Rust programs.
-fn programs(code: &str, host: &mut CodeHost<'_, '_>) -> Result<Option<Value>, CodeRunFailed> {
+fn programs(code: &str, host: &mut CodeHost<'_>) -> Result<Option<CodeValue>, CodeRunFailed> {
+    program_values(code, host).map(|v| v.map(CodeValue::from))
+}
+
+fn program_values(code: &str, host: &mut CodeHost<'_>) -> Result<Option<Value>, CodeRunFailed> {
     match code {
         "logs-only" => {
             host.log("first");
@@ -97,10 +101,7 @@ fn programs(code: &str, host: &mut CodeHost<'_, '_>) -> Result<Option<Value>, Co
                 b.trim_end()
             ))))
         }
-        other => Err(CodeRunFailed::new(
-            format!("unknown program {other}"),
-            vec![],
-        )),
+        other => Err(CodeRunFailed::new(format!("unknown program {other}"))),
     }
 }
 
@@ -386,11 +387,12 @@ fn failure_keeps_the_logs_and_is_error_content() {
     let r = run_code(&h, "c1", "fail");
     assert!(r.is_error);
     let t = text(&r);
-    assert!(
-        t.starts_with("CODE_RUN_FAILED: TypeError: x is undefined"),
+    // The logs so far come first, as the render contract puts them; the
+    // error is the last line, which the preview's tail always keeps.
+    assert_eq!(
+        t, "step 1 ok\nstep 2 ok\nCODE_RUN_FAILED: TypeError: x is undefined",
         "{t}"
     );
-    assert!(t.contains("step 1 ok\nstep 2 ok"));
 }
 
 #[test]
@@ -1216,7 +1218,7 @@ fn a_tool_policy_bounds_that_tool_only() {
     let programs: Program = |_code, host| {
         host.call("web_fetch", json!({ "bytes": 50_000 }))
             .map_err(|e| host.fail(e))?;
-        Ok(Some(json!("done")))
+        Ok(Some(json!("done").into()))
     };
     let registry = Registry::builder(Spiller::new(policy(8192), store.clone()).unwrap(), log)
         .unwrap()

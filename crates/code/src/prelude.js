@@ -1,0 +1,49 @@
+// What a program sees besides the standard built-ins: print, console,
+// tools and the timers. Evaluated once per run, in the run's fresh
+// context, before the program; the host's functions it is given are kept
+// in this closure and are not reachable from the program by any name.
+(function (hostLog, hostCall, hostTimer, hostClear, toolList) {
+  "use strict";
+  const toText = (v) => {
+    if (typeof v === "string") return v;
+    if (v === undefined) return "undefined";
+    if (typeof v === "function") return "[Function" + (v.name ? ": " + v.name : "") + "]";
+    if (typeof v === "symbol" || typeof v === "bigint") return String(v);
+    if (v instanceof Error) return v.name + ": " + v.message;
+    try {
+      const s = JSON.stringify(v);
+      return s === undefined ? String(v) : s;
+    } catch (e) {
+      return String(v);
+    }
+  };
+  const log = (...args) => hostLog(args.map(toText).join(" "));
+  const console = { log, info: log, warn: log, error: log, debug: log };
+  Object.freeze(console);
+  const tools = Object.create(null);
+  for (const [name, json] of toolList) {
+    const call = (args) => {
+      const text = JSON.stringify(args === undefined ? {} : args);
+      return hostCall(name, text).then(([ok, value]) => {
+        if (!ok) throw new Error(value);
+        if (!json) return value;
+        try {
+          return JSON.parse(value);
+        } catch (e) {
+          return value;
+        }
+      });
+    };
+    Object.defineProperty(tools, name, { value: call, enumerable: true });
+  }
+  Object.freeze(tools);
+  const setTimeout = (fn, ms, ...args) => {
+    if (typeof fn !== "function") throw new TypeError("setTimeout needs a function");
+    const delay = Number(ms);
+    return hostTimer(() => fn(...args), delay > 0 ? delay : 0);
+  };
+  const clearTimeout = (id) => hostClear(Number(id) || 0);
+  for (const [name, value] of Object.entries({ print: log, console, tools, setTimeout, clearTimeout })) {
+    Object.defineProperty(globalThis, name, { value, writable: false, configurable: false, enumerable: false });
+  }
+})

@@ -1,0 +1,468 @@
+//! The program's thread: a fresh QuickJS runtime and context, the prelude,
+//! the program, and the event loop that settles its nested calls and
+//! timers.
+//!
+//! Nothing here touches the host's state. Logs and nested calls leave as
+//! messages ([`ToHost`]); values of nested calls come back as
+//! [`Completion`]s. The channel to the host is bounded, so a program that
+//! prints without end waits for the host to take its logs: memory stays
+//! bounded.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rquickjs::context::EvalOptions;
+use rquickjs::{Array, Context, Ctx, Exception, Function, Promise, Runtime, Value};
+use spillway_registry::run_code::{CodeRunFailed, CodeValue, Limit};
+
+use crate::limits::Limits;
+
+/// What the program's thread asks of the host.
+pub(crate) enum ToHost {
+    /// Log lines, in order.
+    Logs(Vec<String>),
+    /// Start a nested call; its value comes back with the same `id`.
+    Call {
+        id: u64,
+        tool: String,
+        args: serde_json::Value,
+    },
+}
+
+/// A nested call's value: its text, or its error text.
+pub(crate) struct Completion {
+    pub(crate) id: u64,
+    pub(crate) result: Result<String, String>,
+}
+
+/// Log bytes gathered before they go to the host in one message.
+const LOG_BATCH: usize = 64 << 10;
+
+/// The first line of a program is line 1 of `run_code`'s stack traces.
+const WRAP_HEAD: &str = "(async function () {";
+const WRAP_TAIL: &str = "\n})()";
+
+/// Logs on their way to the host.
+struct Logs {
+    lines: Vec<String>,
+    bytes: usize,
+    to_host: SyncSender<ToHost>,
+}
+
+impl Logs {
+    fn push(&mut self, line: String) {
+        self.bytes += line.len() + 1;
+        self.lines.push(line);
+        if self.bytes >= LOG_BATCH {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if !self.lines.is_empty() {
+            self.bytes = 0;
+            // The host stops taking messages only when the run is over.
+            let _ = self
+                .to_host
+                .send(ToHost::Logs(std::mem::take(&mut self.lines)));
+        }
+    }
+}
+
+/// The loop's state that the program's host functions share.
+struct Shared<'js> {
+    /// Nested calls waiting for their value: the promise's resolve.
+    pending: HashMap<u64, Function<'js>>,
+    next_call: u64,
+    /// Timers by when they are due, then by id (the order they were set).
+    timers: BTreeMap<(Instant, u32), Function<'js>>,
+    timer_due: HashMap<u32, Instant>,
+    next_timer: u32,
+}
+
+/// Runs `code` to its result. The caller's thread has a stack of the
+/// stack limit and room to spare.
+pub(crate) fn run(
+    code: &str,
+    tools: &[(String, bool)],
+    limits: &Limits,
+    cancel: Arc<AtomicUsize>,
+    to_host: SyncSender<ToHost>,
+    done: Receiver<Completion>,
+) -> Result<Option<CodeValue>, CodeRunFailed> {
+    let deadline = Instant::now() + limits.timeout();
+    let engine = |e: rquickjs::Error| CodeRunFailed::new(format!("the engine failed: {e}"));
+    let rt = Runtime::new().map_err(engine)?;
+    rt.set_memory_limit(limits.memory());
+    rt.set_max_stack_size(limits.stack());
+    let stop = cancel.clone();
+    rt.set_interrupt_handler(Some(Box::new(move || {
+        stop.load(Ordering::Relaxed) != 0 || Instant::now() >= deadline
+    })));
+    let ctx = Context::full(&rt).map_err(engine)?;
+    let logs = Rc::new(RefCell::new(Logs {
+        lines: Vec::new(),
+        bytes: 0,
+        to_host: to_host.clone(),
+    }));
+    let run = Run {
+        limits,
+        deadline,
+        cancel: &cancel,
+        to_host: &to_host,
+        done: &done,
+    };
+    let result = ctx.with(|ctx| {
+        let shared = Rc::new(RefCell::new(Shared {
+            pending: HashMap::new(),
+            next_call: 0,
+            timers: BTreeMap::new(),
+            timer_due: HashMap::new(),
+            next_timer: 0,
+        }));
+        let r = run.main(&ctx, code, tools, &logs, &shared);
+        // Functions the loop still holds (a call not settled, a timer not
+        // due) go now, inside the context, so the runtime frees them.
+        let mut s = shared.borrow_mut();
+        s.pending.clear();
+        s.timers.clear();
+        r
+    });
+    logs.borrow_mut().flush();
+    result
+}
+
+struct Run<'r> {
+    limits: &'r Limits,
+    deadline: Instant,
+    cancel: &'r AtomicUsize,
+    to_host: &'r SyncSender<ToHost>,
+    done: &'r Receiver<Completion>,
+}
+
+impl Run<'_> {
+    /// The failure when the run is past its time or was cancelled.
+    fn stopped(&self) -> Option<CodeRunFailed> {
+        if self.cancel.load(Ordering::SeqCst) != 0 {
+            return Some(CodeRunFailed::new("the call was cancelled"));
+        }
+        (Instant::now() >= self.deadline).then(|| {
+            CodeRunFailed::limit(
+                Limit::WallTime,
+                format!(
+                    "the program ran past its wall-time limit of {} s",
+                    self.limits.timeout().as_secs_f64()
+                ),
+            )
+        })
+    }
+
+    fn main<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        code: &str,
+        tools: &[(String, bool)],
+        logs: &Rc<RefCell<Logs>>,
+        shared: &Rc<RefCell<Shared<'js>>>,
+    ) -> Result<Option<CodeValue>, CodeRunFailed> {
+        self.install(ctx, tools, logs, shared)
+            .map_err(|e| CodeRunFailed::new(format!("the runtime could not start: {e}")))?;
+        let mut opts = EvalOptions::default();
+        opts.strict = false;
+        opts.filename = Some("run_code".into());
+        let source = format!("{WRAP_HEAD}{code}{WRAP_TAIL}");
+        let main: Promise<'js> = match ctx.eval_with_options(source, opts) {
+            Ok(p) => p,
+            Err(e) => return Err(self.thrown(ctx, e)),
+        };
+        loop {
+            while ctx.execute_pending_job() {
+                if self.stopped().is_some() {
+                    break;
+                }
+            }
+            if let Some(f) = self.stopped() {
+                return Err(f);
+            }
+            match main.state() {
+                rquickjs::promise::PromiseState::Resolved => {
+                    let v: Value<'js> = match main.result() {
+                        Some(Ok(v)) => v,
+                        Some(Err(e)) => return Err(self.thrown(ctx, e)),
+                        None => continue,
+                    };
+                    logs.borrow_mut().flush();
+                    return self.value(ctx, v);
+                }
+                rquickjs::promise::PromiseState::Rejected => {
+                    let e = match main.result::<Value<'js>>() {
+                        Some(Err(e)) => e,
+                        _ => rquickjs::Error::Exception,
+                    };
+                    return Err(self.thrown(ctx, e));
+                }
+                rquickjs::promise::PromiseState::Pending => {}
+            }
+            // A timer that is due runs now.
+            let now = Instant::now();
+            let due = {
+                let mut s = shared.borrow_mut();
+                let first = s.timers.keys().next().copied();
+                match first {
+                    Some(key) if key.0 <= now => {
+                        s.timer_due.remove(&key.1);
+                        s.timers.remove(&key)
+                    }
+                    _ => None,
+                }
+            };
+            if let Some(f) = due {
+                if let Err(e) = f.call::<_, ()>(()) {
+                    let mut failed = self.thrown(ctx, e);
+                    if failed.limit.is_none() {
+                        failed.message = format!("in a setTimeout callback: {}", failed.message);
+                    }
+                    return Err(failed);
+                }
+                continue;
+            }
+            // Nothing to run: wait for a nested call or the next timer.
+            let (waiting, next_timer) = {
+                let s = shared.borrow();
+                (!s.pending.is_empty(), s.timers.keys().next().map(|k| k.0))
+            };
+            if !waiting && next_timer.is_none() {
+                return Err(CodeRunFailed::new(
+                    "the program is waiting for a promise that nothing will settle",
+                ));
+            }
+            logs.borrow_mut().flush();
+            let until = next_timer.map_or(self.deadline, |t| t.min(self.deadline));
+            // A cancellation is seen within this long.
+            let wait = until
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(50));
+            match self.done.recv_timeout(wait) {
+                Ok(c) => self.settle(ctx, shared, c)?,
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(CodeRunFailed::new("the host stopped serving nested calls"))
+                }
+            }
+        }
+    }
+
+    /// Gives a nested call's value to the program.
+    fn settle<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        shared: &Rc<RefCell<Shared<'js>>>,
+        c: Completion,
+    ) -> Result<(), CodeRunFailed> {
+        let Some(resolve) = shared.borrow_mut().pending.remove(&c.id) else {
+            return Ok(());
+        };
+        let (ok, text) = match c.result {
+            Ok(t) => (true, t),
+            Err(t) => (false, t),
+        };
+        let len = text.len();
+        let made = (|| -> rquickjs::Result<Array<'js>> {
+            let pair = Array::new(ctx.clone())?;
+            pair.set(0, ok)?;
+            pair.set(1, rquickjs::String::from_str(ctx.clone(), &text)?)?;
+            Ok(pair)
+        })();
+        drop(text);
+        match made {
+            Ok(pair) => resolve
+                .call::<_, ()>((pair,))
+                .map_err(|e| self.thrown(ctx, e)),
+            Err(_) => {
+                // The value did not fit in the program's memory.
+                let _ = ctx.catch();
+                Err(CodeRunFailed::limit(
+                    Limit::Memory,
+                    format!(
+                        "a nested call's value of {len} bytes does not fit in the memory limit of {} bytes",
+                        self.limits.memory()
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// The program's result: nothing, text, or compact JSON.
+    fn value<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        v: Value<'js>,
+    ) -> Result<Option<CodeValue>, CodeRunFailed> {
+        if v.is_undefined() {
+            return Ok(None);
+        }
+        if let Some(s) = v.as_string() {
+            return s
+                .to_string()
+                .map(|t| Some(CodeValue::Text(t)))
+                .map_err(|e| self.thrown(ctx, e));
+        }
+        match ctx.json_stringify(v) {
+            Ok(Some(s)) => s
+                .to_string()
+                .map(|t| Some(CodeValue::JsonText(t)))
+                .map_err(|e| self.thrown(ctx, e)),
+            // A function or a symbol: no JSON, no result.
+            Ok(None) => Ok(None),
+            Err(e) => {
+                let mut failed = self.thrown(ctx, e);
+                if failed.limit.is_none() {
+                    failed.message = format!("the returned value is not JSON: {}", failed.message);
+                }
+                Err(failed)
+            }
+        }
+    }
+
+    /// A failure from what the program threw (or the engine raised).
+    fn thrown<'js>(&self, ctx: &Ctx<'js>, e: rquickjs::Error) -> CodeRunFailed {
+        if let Some(f) = self.stopped() {
+            return f;
+        }
+        let value = match e {
+            rquickjs::Error::Exception => ctx.catch(),
+            other => return CodeRunFailed::new(format!("the engine failed: {other}")),
+        };
+        let (name, message, stack) = match value.as_object() {
+            Some(o) if o.is_error() => (
+                o.get::<_, Option<String>>("name").ok().flatten(),
+                o.get::<_, Option<String>>("message").ok().flatten(),
+                o.get::<_, Option<String>>("stack").ok().flatten(),
+            ),
+            _ => (None, None, None),
+        };
+        let name = name.unwrap_or_default();
+        let message_text = message.clone().unwrap_or_default();
+        if name == "InternalError" && message_text == "out of memory" {
+            return CodeRunFailed::limit(
+                Limit::Memory,
+                format!(
+                    "the program ran past its memory limit of {} bytes",
+                    self.limits.memory()
+                ),
+            );
+        }
+        if name == "RangeError" && message_text == "Maximum call stack size exceeded" {
+            return CodeRunFailed::limit(
+                Limit::Stack,
+                format!(
+                    "the program ran past its stack limit of {} bytes (recursion too deep)",
+                    self.limits.stack()
+                ),
+            );
+        }
+        let head = match (name.is_empty(), message) {
+            (false, Some(m)) => format!("Uncaught {name}: {m}"),
+            _ => format!("Uncaught {}", describe(ctx, &value)),
+        };
+        let frames: Vec<&str> = stack
+            .as_deref()
+            .unwrap_or("")
+            .lines()
+            .filter(|l| l.contains("run_code"))
+            .take(8)
+            .collect();
+        CodeRunFailed::new(if frames.is_empty() {
+            head
+        } else {
+            format!("{head}\n{}", frames.join("\n"))
+        })
+    }
+
+    /// Puts `print`, `console`, `tools` and the timers in the context.
+    fn install<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        tools: &[(String, bool)],
+        logs: &Rc<RefCell<Logs>>,
+        shared: &Rc<RefCell<Shared<'js>>>,
+    ) -> rquickjs::Result<()> {
+        let prelude: Function<'js> = ctx.eval(include_str!("prelude.js"))?;
+        let l = logs.clone();
+        let log = Function::new(ctx.clone(), move |line: String| {
+            l.borrow_mut().push(line);
+        })?;
+        let (s, to_host, l) = (shared.clone(), self.to_host.clone(), logs.clone());
+        let call = Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, tool: String, args: String| -> rquickjs::Result<Promise<'js>> {
+                let args: serde_json::Value = serde_json::from_str(&args).map_err(|e| {
+                    Exception::throw_type(
+                        &ctx,
+                        &format!("the arguments of tools.{tool} are not JSON: {e}"),
+                    )
+                })?;
+                let (promise, resolve, _reject) = ctx.promise()?;
+                let id = {
+                    let mut s = s.borrow_mut();
+                    s.next_call += 1;
+                    let id = s.next_call;
+                    s.pending.insert(id, resolve);
+                    id
+                };
+                // Logs printed before the call stay before it.
+                l.borrow_mut().flush();
+                if to_host.send(ToHost::Call { id, tool, args }).is_err() {
+                    return Err(Exception::throw_internal(&ctx, "the host is gone"));
+                }
+                Ok(promise)
+            },
+        )?;
+        let s = shared.clone();
+        let timer = Function::new(ctx.clone(), move |f: Function<'js>, ms: f64| -> u32 {
+            let mut s = s.borrow_mut();
+            s.next_timer = s.next_timer.wrapping_add(1).max(1);
+            let id = s.next_timer;
+            // Past the wall-time limit a timer never runs: the run ends first.
+            let delay = Duration::from_secs_f64((ms / 1000.0).clamp(0.0, 86_400.0 * 2.0));
+            let due = Instant::now() + delay;
+            s.timers.insert((due, id), f);
+            s.timer_due.insert(id, due);
+            id
+        })?;
+        let s = shared.clone();
+        let clear = Function::new(ctx.clone(), move |id: f64| {
+            let mut s = s.borrow_mut();
+            if let Some(due) = s.timer_due.remove(&(id as u32)) {
+                s.timers.remove(&(due, id as u32));
+            }
+        })?;
+        let list = Array::new(ctx.clone())?;
+        for (i, (name, json)) in tools.iter().enumerate() {
+            let pair = Array::new(ctx.clone())?;
+            pair.set(0, name.as_str())?;
+            pair.set(1, *json)?;
+            list.set(i, pair)?;
+        }
+        prelude.call::<_, ()>((log, call, timer, clear, list))
+    }
+}
+
+/// How a thrown value that is not an `Error` reads.
+fn describe<'js>(ctx: &Ctx<'js>, v: &Value<'js>) -> String {
+    if let Some(s) = v.as_string().and_then(|s| s.to_string().ok()) {
+        return s;
+    }
+    match ctx.json_stringify(v.clone()) {
+        Ok(Some(s)) => s.to_string().unwrap_or_default(),
+        _ => {
+            let _ = ctx.catch();
+            format!("{:?}", v.type_of())
+        }
+    }
+}

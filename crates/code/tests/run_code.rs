@@ -1,0 +1,537 @@
+//! `run_code` running real JavaScript through the registry: the seed's
+//! cases, nested calls, the limits and the sandbox.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use spillway::{Policy, Selection, Spiller, Store};
+use spillway_code::{JsRuntime, Limits};
+use spillway_registry::events::{replay_file, Event, LogSync, SessionLog};
+use spillway_registry::run_code::{RunCode, NO_OUTPUT};
+use spillway_registry::tools::{Bash, SpillGrep, SpillRead};
+use spillway_registry::{Block, Cx, Registry, Rendered, Tool, ToolCall, ToolError, ToolResult};
+
+struct Harness {
+    registry: Registry,
+    dir: tempfile::TempDir,
+}
+
+/// A tool whose value is JSON: `{ "n": … }` back as `{ "twice": 2n }`,
+/// or an error when `fail` is set.
+struct Twice;
+impl Tool for Twice {
+    fn name(&self) -> &str {
+        "twice"
+    }
+    fn output_schema(&self) -> Option<Value> {
+        Some(json!({"type": "object"}))
+    }
+    fn execute(&self, _cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
+        if args.get("fail").is_some() {
+            return Err(ToolError::Failed("twice: asked to fail".into()));
+        }
+        let n = args.get("n").and_then(Value::as_i64).unwrap_or(0);
+        Ok(Rendered::Blocks(vec![Block::text(
+            json!({"twice": 2 * n}).to_string(),
+        )]))
+    }
+}
+
+/// `n` bytes of text: lines of 99 `x` and a newline.
+struct Big;
+impl Tool for Big {
+    fn name(&self) -> &str {
+        "big"
+    }
+    fn execute(&self, cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
+        let n = args.get("bytes").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let mut stage = cx.stage();
+        let line = [b"x".repeat(99), b"\n".to_vec()].concat();
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(line.len());
+            stage.feed(&line[..k]);
+            left -= k;
+        }
+        Ok(Rendered::Streamed(cx.finish(stage)?))
+    }
+}
+
+fn harness_with(budget: u64, limits: Limits) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store")).unwrap();
+    let policy = Policy::builder()
+        .max_inline_bytes(budget)
+        .templates(spillway_registry::spill_read_templates())
+        .build()
+        .unwrap();
+    let spiller = Spiller::new(policy, store).unwrap();
+    let log =
+        Arc::new(SessionLog::open(dir.path().join("session.jsonl"), LogSync::EveryEvent).unwrap());
+    let registry = Registry::builder(spiller, log)
+        .unwrap()
+        .tool(RunCode::new(JsRuntime::new(limits)))
+        .tool(Bash::default())
+        .tool(SpillRead)
+        .tool(SpillGrep)
+        .tool(Twice)
+        .tool(Big)
+        .build();
+    Harness { registry, dir }
+}
+
+fn harness() -> Harness {
+    harness_with(4096, Limits::default())
+}
+
+fn limited(f: impl FnOnce(&mut spillway_code::LimitsBuilder)) -> Harness {
+    let mut b = Limits::builder();
+    f(&mut b);
+    harness_with(4096, b.build().unwrap())
+}
+
+fn run(h: &Harness, id: &str, code: &str) -> ToolResult {
+    h.registry
+        .call(&ToolCall::new(id, "run_code", json!({ "code": code })))
+        .unwrap()
+}
+
+fn text(r: &ToolResult) -> &str {
+    r.content[0].as_text().unwrap()
+}
+
+fn events(h: &Harness) -> Vec<Event> {
+    replay_file(&h.dir.path().join("session.jsonl"))
+        .unwrap()
+        .events
+}
+
+/// The next run works and sees nothing of the one before.
+fn next_run_works(h: &Harness) {
+    let r = run(h, "after", "return typeof leaked + ':' + (1 + 1)");
+    assert!(!r.is_error, "{}", text(&r));
+    assert_eq!(text(&r), "undefined:2");
+}
+
+// ---- the seed's cases ----
+
+#[test]
+fn logs_only() {
+    let h = harness();
+    let r = run(
+        &h,
+        "c1",
+        "print('first'); console.log('second', 2, {a: 1});",
+    );
+    assert!(!r.is_error);
+    assert_eq!(text(&r), "first\nsecond 2 {\"a\":1}");
+}
+
+#[test]
+fn result_only_is_json_and_strings_are_verbatim() {
+    let h = harness();
+    let r = run(&h, "c1", "return {answer: 42, list: [1, 'two', null]};");
+    assert_eq!(text(&r), r#"{"answer":42,"list":[1,"two",null]}"#);
+    let r = run(&h, "c2", "return 'plain \"text\"';");
+    assert_eq!(text(&r), "plain \"text\"");
+}
+
+#[test]
+fn logs_then_result() {
+    let h = harness();
+    let r = run(&h, "c1", "print('saw it'); return [1, 2];");
+    assert_eq!(text(&r), "saw it\n[1,2]");
+}
+
+#[test]
+fn neither_logs_nor_result_says_so() {
+    let h = harness();
+    assert_eq!(text(&run(&h, "c1", "let x = 1;")), NO_OUTPUT);
+    assert_eq!(text(&run(&h, "c2", "return '';")), NO_OUTPUT);
+    assert_eq!(text(&run(&h, "c3", "return undefined;")), NO_OUTPUT);
+}
+
+#[test]
+fn a_spilled_result_is_bounded_and_stored_whole() {
+    let h = harness();
+    let r = run(
+        &h,
+        "c1",
+        "const rows = []; for (let i = 0; i < 5000; i++) rows.push({id: i, ok: i !== 2500}); return rows;",
+    );
+    assert!(!r.is_error);
+    assert!(text(&r).len() <= 4096, "{}", text(&r).len());
+    let full = h
+        .registry
+        .store()
+        .read(&r.meta.spills[0], &Selection::All)
+        .unwrap();
+    let v: Value = serde_json::from_slice(&full).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 5000);
+    assert_eq!(v[2500], json!({"id": 2500, "ok": false}));
+}
+
+#[test]
+fn a_failure_keeps_its_logs_and_names_the_error_and_line() {
+    let h = harness();
+    let r = run(
+        &h,
+        "c1",
+        "print('step 1 ok');\nprint('step 2 ok');\nnull.x;",
+    );
+    assert!(r.is_error);
+    let t = text(&r);
+    assert!(
+        t.starts_with("step 1 ok\nstep 2 ok\nCODE_RUN_FAILED: Uncaught TypeError: "),
+        "{t}"
+    );
+    assert!(t.contains("run_code:3"), "the line of the error: {t}");
+    let r = run(&h, "c2", "throw 'plain'");
+    assert_eq!(text(&r), "CODE_RUN_FAILED: Uncaught plain");
+    let r = run(&h, "c3", "this is not javascript");
+    assert!(
+        text(&r).starts_with("CODE_RUN_FAILED: Uncaught SyntaxError"),
+        "{}",
+        text(&r)
+    );
+}
+
+#[test]
+fn the_seed_program_two_nested_bash_calls_events_and_one_card() {
+    let h = harness();
+    let code = "const a = await tools.bash({command: 'echo CODE_ONE'});\n\
+                const b = await tools.bash({command: 'echo CODE_TWO'});\n\
+                print('captured: ' + a.trim()); print('captured: ' + b.trim());\n\
+                return a.trim() + '+' + b.trim();";
+    let r = run(&h, "outer", code);
+    assert!(!r.is_error, "{}", text(&r));
+    assert_eq!(
+        text(&r),
+        "captured: CODE_ONE\ncaptured: CODE_TWO\nCODE_ONE+CODE_TWO"
+    );
+    let ev = events(&h);
+    let starts: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::CodeDispatchStart {
+                sub_call_id,
+                parent_call_id,
+                args,
+                ..
+            } => Some((sub_call_id.clone(), parent_call_id.clone(), args.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        starts,
+        vec![
+            (
+                "outer:code:1".into(),
+                "outer".into(),
+                json!({"command": "echo CODE_ONE"})
+            ),
+            (
+                "outer:code:2".into(),
+                "outer".into(),
+                json!({"command": "echo CODE_TWO"})
+            ),
+        ]
+    );
+    let done = ev
+        .iter()
+        .filter(|e| matches!(e, Event::CodeDispatch { .. }))
+        .count();
+    assert_eq!(done, 2);
+    let cards = spillway_registry::card::cards(&ev);
+    assert_eq!(cards.len(), 1, "one card per outer call");
+}
+
+// ---- nested calls ----
+
+#[test]
+fn json_tools_give_values_and_errors_reject_catchably() {
+    let h = harness();
+    let code = "const v = await tools.twice({n: 21});\n\
+                let caught = 'none';\n\
+                try { await tools.twice({fail: true}); } catch (e) { caught = e instanceof Error ? e.message : 'not an Error'; }\n\
+                return {v: v.twice, caught};";
+    let r = run(&h, "c1", code);
+    assert_eq!(text(&r), r#"{"v":42,"caught":"twice: asked to fail"}"#);
+    // An unknown tool is not there to call.
+    let r = run(
+        &h,
+        "c2",
+        "return typeof tools.nope + ',' + typeof tools.run_code;",
+    );
+    assert_eq!(text(&r), "undefined,undefined");
+}
+
+#[test]
+fn calls_started_together_run_at_once_in_start_order() {
+    let h = harness();
+    let code = "const t0 = Date.now();\n\
+                const outs = await Promise.all([1, 2, 3, 4].map(i => tools.bash({command: `sleep 1; echo ${i}`})));\n\
+                return {outs: outs.map(o => o.trim()), ms: Date.now() - t0};";
+    let started = Instant::now();
+    let r = run(&h, "p", code);
+    let elapsed = started.elapsed();
+    let v: Value = serde_json::from_str(text(&r)).unwrap();
+    assert_eq!(v["outs"], json!(["1", "2", "3", "4"]));
+    assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+    let ids: Vec<String> = events(&h)
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::CodeDispatchStart {
+                sub_call_id, args, ..
+            } => Some(format!(
+                "{sub_call_id} {}",
+                args["command"].as_str().unwrap()
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        (1..=4)
+            .map(|i| format!("p:code:{i} sleep 1; echo {i}"))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_50_mb_nested_value_reaches_the_program_whole_and_the_result_is_bounded() {
+    let h = limited(|l| {
+        l.memory(256 << 20);
+    });
+    let code = "const out = await tools.big({bytes: 50000000});\n\
+                let lines = 0; for (let i = out.indexOf('\\n'); i >= 0; i = out.indexOf('\\n', i + 1)) lines++;\n\
+                print('length ' + out.length);\n\
+                return {lines};";
+    let r = run(&h, "c1", code);
+    assert!(!r.is_error, "{}", text(&r));
+    assert_eq!(text(&r), "length 50000000\n{\"lines\":500000}");
+    // Its durable copy in the dispatch event is bounded.
+    let bounded = events(&h).into_iter().find_map(|e| match e {
+        Event::CodeDispatch {
+            content, spills, ..
+        } => Some((content, spills)),
+        _ => None,
+    });
+    let (content, spills) = bounded.unwrap();
+    assert!(content[0].as_text().unwrap().len() <= 4096);
+    assert_eq!(spills.len(), 1);
+}
+
+// ---- streaming and bounds ----
+
+#[test]
+fn a_flood_of_prints_is_bounded_and_stored_whole() {
+    let h = harness();
+    let r = run(
+        &h,
+        "c1",
+        "for (let i = 0; i < 200000; i++) print('progress line ' + i); print('error: the last line matters');",
+    );
+    assert!(!r.is_error);
+    let t = text(&r);
+    assert!(t.len() <= 4096);
+    assert!(t.starts_with("progress line 0\n"));
+    assert!(t.ends_with("error: the last line matters"), "{t}");
+    let full = h
+        .registry
+        .store()
+        .read(&r.meta.spills[0], &Selection::All)
+        .unwrap();
+    assert_eq!(full.iter().filter(|&&b| b == b'\n').count(), 200_000);
+}
+
+// ---- limits ----
+
+fn assert_limit(r: &ToolResult, started: Instant, limit_s: f64, needle: &str) {
+    assert!(r.is_error);
+    let t = text(r);
+    assert!(t.contains("CODE_RUN_FAILED") && t.contains(needle), "{t}");
+    assert!(t.len() <= 4096);
+    let took = started.elapsed().as_secs_f64();
+    assert!(took < limit_s + 1.0, "took {took} s");
+}
+
+#[test]
+fn an_endless_loop_ends_at_the_wall_time_limit() {
+    let h = limited(|l| {
+        l.timeout(Duration::from_secs(1));
+    });
+    let t = Instant::now();
+    let r = run(&h, "c1", "print('before'); while (true) {}");
+    assert_limit(&r, t, 1.0, "wall-time limit of 1 s");
+    assert!(text(&r).starts_with("before\n"));
+    next_run_works(&h);
+}
+
+#[test]
+fn endless_printing_ends_at_the_limit_bounded_with_its_output_stored() {
+    let h = limited(|l| {
+        l.timeout(Duration::from_secs(1));
+    });
+    let t = Instant::now();
+    let r = run(&h, "c1", "let i = 0; while (true) print('x' + i++);");
+    assert_limit(&r, t, 1.0, "wall-time limit");
+    let full = h
+        .registry
+        .store()
+        .read(&r.meta.spills[0], &Selection::All)
+        .unwrap();
+    assert!(full.starts_with(b"x0\nx1\n"));
+    assert!(full.ends_with(b"CODE_RUN_FAILED: the program ran past its wall-time limit of 1 s"));
+    next_run_works(&h);
+}
+
+#[test]
+fn a_timer_past_the_limit_or_a_promise_never_settled_ends_the_run() {
+    let h = limited(|l| {
+        l.timeout(Duration::from_secs(1));
+    });
+    let t = Instant::now();
+    let r = run(&h, "c1", "await new Promise(r => setTimeout(r, 60000));");
+    assert_limit(&r, t, 1.0, "wall-time limit");
+    let r = run(&h, "c2", "await new Promise(() => {});");
+    assert!(text(&r).contains("waiting for a promise that nothing will settle"));
+    let r = run(
+        &h,
+        "c3",
+        "const order = []; setTimeout(() => order.push('b'), 20); setTimeout(() => order.push('a'), 5);\n\
+         const id = setTimeout(() => order.push('never'), 10); clearTimeout(id);\n\
+         await new Promise(r => setTimeout(r, 50)); return order;",
+    );
+    assert_eq!(text(&r), r#"["a","b"]"#);
+}
+
+#[test]
+fn a_memory_bomb_ends_at_the_memory_limit() {
+    let h = harness();
+    let t = Instant::now();
+    let r = run(&h, "c1", "print('start'); return 'x'.repeat(1e9);");
+    assert_limit(&r, t, 30.0, "memory limit");
+    let r = run(
+        &h,
+        "c2",
+        "const a = []; while (true) a.push(new Array(1000).fill(1));",
+    );
+    assert_limit(&r, t, 30.0, "memory limit of 67108864 bytes");
+    next_run_works(&h);
+}
+
+#[test]
+fn deep_recursion_ends_at_the_stack_limit() {
+    let h = harness();
+    let t = Instant::now();
+    let r = run(
+        &h,
+        "c1",
+        "function f(n) { return f(n + 1) + 1; } return f(0);",
+    );
+    assert_limit(&r, t, 30.0, "stack limit");
+    next_run_works(&h);
+}
+
+#[test]
+fn a_64_mib_string_and_a_million_deep_result() {
+    // At the default memory limit a 64 MiB string does not fit.
+    let h = harness();
+    let t = Instant::now();
+    let r = run(&h, "c1", "return 'y'.repeat(64 * 1024 * 1024);");
+    assert_limit(&r, t, 30.0, "memory limit");
+    // With room, it is the result, bounded, stored whole.
+    let h = limited(|l| {
+        l.memory(512 << 20);
+    });
+    let r = run(&h, "c1", "return 'y'.repeat(64 * 1024 * 1024);");
+    assert!(!r.is_error, "{}", text(&r));
+    assert!(text(&r).len() <= 4096);
+    let full = h
+        .registry
+        .store()
+        .read(&r.meta.spills[0], &Selection::All)
+        .unwrap();
+    assert_eq!(full.len(), 64 << 20);
+    drop(full);
+    // A million levels: the memory or the stack limit, never a crash.
+    let t = Instant::now();
+    let r = run(
+        &h,
+        "c2",
+        "let v = []; for (let i = 0; i < 1e6; i++) v = [v]; return v;",
+    );
+    assert_limit(&r, t, 30.0, "limit");
+    next_run_works(&h);
+}
+
+// ---- the sandbox ----
+
+#[test]
+fn nothing_of_the_host_is_reachable() {
+    let h = harness();
+    let code = r#"
+        const seen = {};
+        for (const name of ['require', 'process', 'fetch', 'XMLHttpRequest', 'Deno', 'Bun', 'std', 'os', 'module', 'exports', '__filename']) {
+            seen[name] = typeof globalThis[name];
+        }
+        try { await import('fs'); seen.import = 'loaded'; } catch (e) { seen.import = 'refused'; }
+        const g = Function('return this')();
+        seen.globals = Object.getOwnPropertyNames(g).filter(n => !/^[A-Z]/.test(n)).sort().join(',');
+        try { eval('require("fs")'); } catch (e) { seen.evalRequire = e.name; }
+        return seen;
+    "#;
+    let r = run(&h, "c1", code);
+    let v: Value = serde_json::from_str(text(&r)).unwrap();
+    for name in [
+        "require",
+        "process",
+        "fetch",
+        "XMLHttpRequest",
+        "Deno",
+        "Bun",
+        "std",
+        "os",
+        "module",
+        "exports",
+        "__filename",
+    ] {
+        assert_eq!(v[name], "undefined", "{name}: {v}");
+    }
+    assert_eq!(v["import"], "refused");
+    assert_eq!(v["evalRequire"], "ReferenceError");
+    // Only the standard lower-case globals and the four of the sandbox.
+    let globals = v["globals"].as_str().unwrap();
+    for ours in ["clearTimeout", "console", "print", "setTimeout", "tools"] {
+        assert!(globals.split(',').any(|g| g == ours), "{globals}");
+    }
+    for leak in ["hostLog", "hostCall", "__log", "__call"] {
+        assert!(!globals.split(',').any(|g| g == leak), "{globals}");
+    }
+}
+
+#[test]
+fn a_polluted_prototype_and_globals_do_not_survive_into_the_next_run() {
+    let h = harness();
+    let r = run(
+        &h,
+        "c1",
+        "Object.prototype.polluted = 1; Array.prototype.map = null; globalThis.leaked = 1; return 'done'",
+    );
+    assert_eq!(text(&r), "done");
+    let r = run(
+        &h,
+        "c2",
+        "return [typeof ({}).polluted, typeof [].map, typeof leaked].join(',')",
+    );
+    assert_eq!(text(&r), "undefined,function,undefined");
+    // The sandbox's own names cannot be replaced.
+    let r = run(
+        &h,
+        "c3",
+        "try { print = null; } catch (e) {} tools.bash = 1; return typeof print;",
+    );
+    assert_eq!(text(&r), "function");
+}
