@@ -87,6 +87,46 @@ pub enum Command {
     /// server, or a server of spillway's own.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Run a JavaScript program (Code Mode) from a file or stdin: it calls
+    /// the tools `run`, `spill_read` and `spill_grep` with
+    /// `await tools.<name>(args)`; print its logs and returned value,
+    /// bounded. Exits 1 when the program failed (CODE_RUN_FAILED).
+    #[command(after_help = "Examples:\n  \
+        spillway code check.js\n  \
+        echo 'const out = await tools.run({command: \"cargo test\"}); return out.split(\"\\n\").filter(l => l.includes(\"FAILED\"));' | spillway code\n  \
+        spillway code --timeout 2m --memory 256MiB --session-log session.jsonl job.js")]
+    Code(CodeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CodeArgs {
+    /// The program; stdin when absent or `-`.
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Append the call, its nested calls' dispatch events and its result
+    /// to this session log (created when missing).
+    #[arg(long, value_name = "FILE")]
+    pub session_log: Option<PathBuf>,
+}
+
+/// The limits of a `run_code` program.
+#[derive(Args, Debug)]
+pub struct LimitArgs {
+    /// Stop the program after this long (`30s`, `2m`); at most a day.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = positive_duration)]
+    pub timeout: HumanDuration,
+    /// The program's memory limit (`64MiB`, `1GiB`): 1 MiB to 16 GiB.
+    #[arg(long, value_name = "SIZE", default_value = "64MiB")]
+    pub memory: ByteSize,
+    /// The program's stack limit (`1MiB`): 64 KiB to 256 MiB.
+    #[arg(long, value_name = "SIZE", default_value = "1MiB")]
+    pub stack: ByteSize,
+    /// How many nested calls run at once: 1 to 64.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub concurrency: usize,
 }
 
 #[derive(Args, Debug)]
@@ -386,9 +426,10 @@ pub enum McpCommand {
         spillway mcp proxy --max-inline-bytes 16KiB --tool-prefix big_ -- python3 my_server.py")]
     Proxy(McpProxyArgs),
     /// An MCP server on stdio with the tools `run` (a shell command, bounded),
+    /// `run_code` (a JavaScript program that calls the other tools),
     /// `spill_read` and `spill_grep`.
     #[command(
-        after_help = "Examples:\n  spillway mcp serve\n  spillway --store ~/.cache/agent-spill mcp serve --max-inline-bytes 16KiB"
+        after_help = "Examples:\n  spillway mcp serve\n  spillway --store ~/.cache/agent-spill mcp serve --max-inline-bytes 16KiB\n  spillway mcp serve --timeout 2m --session-log session.jsonl"
     )]
     Serve(McpServeArgs),
 }
@@ -415,6 +456,12 @@ pub struct McpProxyArgs {
 pub struct McpServeArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Append each call, its nested calls' dispatch events and its result
+    /// to this session log (created when missing).
+    #[arg(long, value_name = "FILE")]
+    pub session_log: Option<PathBuf>,
 }
 
 /// A duration above zero: a timeout of zero would kill the command at once.

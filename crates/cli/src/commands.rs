@@ -18,9 +18,12 @@ use std::sync::Arc;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use spillway_process::{pump, run_merged, widen_pipe, RunError, RunOptions};
 
+use spillway_registry::events::{LogSync, SessionLog};
+use spillway_registry::ToolCall;
+
 use super::args::{
-    ApplyArgs, Cli, Command, ConfigArgs, GcArgs, GrepArgs, JsonArg, McpCommand, McpProxyArgs,
-    RunArgs, ShowArgs, VerifyArgs,
+    ApplyArgs, Cli, CodeArgs, Command, ConfigArgs, GcArgs, GrepArgs, JsonArg, LimitArgs,
+    McpCommand, McpProxyArgs, McpServeArgs, RunArgs, ShowArgs, VerifyArgs,
 };
 use super::config::{self, Effective};
 use super::emit;
@@ -32,6 +35,7 @@ pub fn run(cli: Cli) -> Result<i32> {
     let flags = match &cli.command {
         Command::Apply(a) => Some(a.policy.to_config()),
         Command::Run(a) => Some(a.policy.to_config()),
+        Command::Code(a) => Some(a.policy.to_config()),
         Command::Config(a) => Some(a.policy.to_config()),
         Command::Mcp(McpCommand::Proxy(a)) => Some(a.policy.to_config()),
         Command::Mcp(McpCommand::Serve(a)) => Some(a.policy.to_config()),
@@ -48,6 +52,14 @@ pub fn run(cli: Cli) -> Result<i32> {
         if !e.is_budget_too_small() {
             return bad_flag(&e);
         }
+    }
+    let limit_flags = match &cli.command {
+        Command::Code(a) => Some(&a.limits),
+        Command::Mcp(McpCommand::Serve(a)) => Some(&a.limits),
+        _ => None,
+    };
+    if let Some(Err(e)) = limit_flags.map(limits) {
+        return bad_flag(&e);
     }
     let eff = config::load(cli.store, cli.config, flags.as_ref())?;
     let store = Store::open_url(&eff.store.to_string_lossy()).context("store")?;
@@ -69,7 +81,8 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Stats(args) => stats(&store, args),
         Command::Config(args) => show_config(&eff, &store, args),
         Command::Mcp(McpCommand::Proxy(args)) => mcp_proxy(&eff, &store, args),
-        Command::Mcp(McpCommand::Serve(_)) => mcp_serve(&eff, &store),
+        Command::Mcp(McpCommand::Serve(args)) => mcp_serve(&eff, &store, args),
+        Command::Code(args) => code(&eff, &store, args),
     }
 }
 
@@ -119,13 +132,105 @@ fn mcp_proxy(eff: &Effective, store: &Store, args: McpProxyArgs) -> Result<i32> 
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
 }
 
-fn mcp_serve(eff: &Effective, store: &Store) -> Result<i32> {
+fn mcp_serve(eff: &Effective, store: &Store, args: McpServeArgs) -> Result<i32> {
     let names = spillway_mcp::ToolNames::with_prefix("");
     let spiller = mcp_spiller(eff, store, &names)?;
+    let mut opts = spillway_mcp::server::ServeOptions::new(spiller);
+    opts.limits = limits(&args.limits)?;
+    opts.session_log = session_log(args.session_log.as_deref())?;
     let mut stdin = io::BufReader::with_capacity(1 << 20, io::stdin());
-    spillway_mcp::server::serve(&spiller, &mut stdin, Box::new(io::stdout()))
+    spillway_mcp::server::serve_with(&opts, &mut stdin, Box::new(io::stdout()))
         .context("mcp serve")?;
     Ok(0)
+}
+
+/// The limits of a program, checked.
+fn limits(a: &LimitArgs) -> Result<spillway_code::Limits, spillway_code::LimitsError> {
+    let mut b = spillway_code::Limits::builder();
+    b.timeout(a.timeout.get())
+        .memory(usize::try_from(a.memory.get()).unwrap_or(usize::MAX))
+        .stack(usize::try_from(a.stack.get()).unwrap_or(usize::MAX))
+        .concurrency(a.concurrency);
+    b.build()
+}
+
+fn session_log(path: Option<&std::path::Path>) -> Result<Option<Arc<SessionLog>>> {
+    path.map(|p| {
+        SessionLog::open(p, LogSync::EveryEvent)
+            .map(Arc::new)
+            .with_context(|| format!("session log {}", p.display()))
+    })
+    .transpose()
+}
+
+/// The largest program `spillway code` reads: 16 MiB.
+const MAX_PROGRAM: u64 = 16 << 20;
+
+fn code(eff: &Effective, store: &Store, args: CodeArgs) -> Result<i32> {
+    let limits = limits(&args.limits)?;
+    let (name, mut reader): (String, Box<dyn Read>) = match args.file.as_deref() {
+        Some(p) if p.as_os_str() != "-" => (
+            p.display().to_string(),
+            Box::new(File::open(p).with_context(|| format!("open {}", p.display()))?),
+        ),
+        _ => ("stdin".to_owned(), Box::new(io::stdin())),
+    };
+    let mut bytes = Vec::new();
+    reader
+        .by_ref()
+        .take(MAX_PROGRAM + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("read {name}"))?;
+    if bytes.len() as u64 > MAX_PROGRAM {
+        return Err(anyhow!("{name}: a program is at most 16 MiB"));
+    }
+    let program = String::from_utf8(bytes).map_err(|e| {
+        anyhow!(
+            "{name}: the program is not UTF-8 (byte {})",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    let log = session_log(args.session_log.as_deref())?;
+    let spiller = spiller(eff, store)?;
+    let registry = spillway_mcp::server::code_registry(
+        &spiller,
+        log.unwrap_or_else(|| Arc::new(SessionLog::discard())),
+        limits,
+    )
+    .context("policy")?;
+    // Ctrl-C, SIGTERM and SIGHUP stop the program and what it runs; the
+    // output so far is printed.
+    let signal = Arc::new(AtomicUsize::new(0));
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        signal_hook::flag::register_usize(sig, signal.clone(), sig as usize)
+            .context("code: install signal handlers")?;
+    }
+    let millis = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let call = ToolCall::new(
+        format!("code-{millis}-{}", std::process::id()),
+        "run_code",
+        json!({ "code": program }),
+    );
+    let (result, recorded) = match registry.call_with_signal(&call, signal) {
+        Ok(r) => (r, None),
+        Err(e) => (*e.result, Some(e.error)),
+    };
+    let mut text = result
+        .content
+        .iter()
+        .filter_map(|b| b.as_text())
+        .collect::<Vec<_>>()
+        .join("\n");
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    emit(text.as_bytes())?;
+    if let Some(e) = recorded {
+        return Err(anyhow!("session log: {e}"));
+    }
+    Ok(i32::from(result.is_error))
 }
 
 /// Streams `reader` into a stage in 1 MiB reads.

@@ -11,7 +11,7 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,6 +20,7 @@ use rquickjs::context::EvalOptions;
 use rquickjs::{Array, Context, Ctx, Exception, Function, Promise, Runtime, Value};
 use spillway_registry::run_code::{CodeRunFailed, CodeValue, Limit};
 
+use crate::alloc::Counted;
 use crate::limits::Limits;
 
 /// What the program's thread asks of the host.
@@ -97,8 +98,11 @@ pub(crate) fn run(
 ) -> Result<Option<CodeValue>, CodeRunFailed> {
     let deadline = Instant::now() + limits.timeout();
     let engine = |e: rquickjs::Error| CodeRunFailed::new(format!("the engine failed: {e}"));
-    let rt = Runtime::new().map_err(engine)?;
-    rt.set_memory_limit(limits.memory());
+    // The engine's heap is counted by its allocator, which refuses past
+    // the limit and remembers it did.
+    let refused = Arc::new(AtomicBool::new(false));
+    let rt =
+        Runtime::new_with_alloc(Counted::new(limits.memory(), refused.clone())).map_err(engine)?;
     rt.set_max_stack_size(limits.stack());
     let stop = cancel.clone();
     rt.set_interrupt_handler(Some(Box::new(move || {
@@ -111,6 +115,7 @@ pub(crate) fn run(
         to_host: to_host.clone(),
     }));
     let run = Run {
+        refused: &refused,
         limits,
         deadline,
         cancel: &cancel,
@@ -138,6 +143,8 @@ pub(crate) fn run(
 }
 
 struct Run<'r> {
+    /// Set when the allocator refused memory past the limit.
+    refused: &'r AtomicBool,
     limits: &'r Limits,
     deadline: Instant,
     cancel: &'r AtomicUsize,
@@ -348,7 +355,9 @@ impl Run<'_> {
         };
         let name = name.unwrap_or_default();
         let message_text = message.clone().unwrap_or_default();
-        if name == "InternalError" && message_text == "out of memory" {
+        // Without memory for an error object the engine throws `null`.
+        let no_error_object = value.is_null() && self.refused.load(Ordering::SeqCst);
+        if (name == "InternalError" && message_text == "out of memory") || no_error_object {
             return CodeRunFailed::limit(
                 Limit::Memory,
                 format!(
@@ -374,7 +383,7 @@ impl Run<'_> {
             .as_deref()
             .unwrap_or("")
             .lines()
-            .filter(|l| l.contains("run_code"))
+            .filter(|l| l.contains("run_code") && !l.contains("<eval>"))
             .take(8)
             .collect();
         CodeRunFailed::new(if frames.is_empty() {

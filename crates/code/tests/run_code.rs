@@ -189,6 +189,9 @@ fn a_failure_keeps_its_logs_and_names_the_error_and_line() {
     assert!(t.contains("run_code:3"), "the line of the error: {t}");
     let r = run(&h, "c2", "throw 'plain'");
     assert_eq!(text(&r), "CODE_RUN_FAILED: Uncaught plain");
+    // A program's own `null` is not mistaken for the engine out of memory.
+    let r = run(&h, "c4", "throw null");
+    assert_eq!(text(&r), "CODE_RUN_FAILED: Uncaught null");
     let r = run(&h, "c3", "this is not javascript");
     assert!(
         text(&r).starts_with("CODE_RUN_FAILED: Uncaught SyntaxError"),

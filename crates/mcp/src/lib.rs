@@ -4,7 +4,8 @@
 //!   message unchanged except that `tools/call` results pass through the
 //!   spill stage, and adds the tools that read what was stored.
 //! * [`server`]: a server of spillway's own with `run` (a shell command,
-//!   bounded), `spill_read` and `spill_grep`.
+//!   bounded), `run_code` (a JavaScript program that calls those tools),
+//!   `spill_read` and `spill_grep`.
 //!
 //! Both speak newline-delimited JSON-RPC 2.0 over stdio with `serde_json`
 //! and nothing else: the proxy must pass on messages it does not know
@@ -15,6 +16,7 @@
 #![warn(rust_2018_idioms)]
 
 mod bound;
+mod code;
 pub mod proxy;
 mod rpc;
 pub mod server;

@@ -2,8 +2,11 @@
 //!
 //! Tools: `run` (a shell command: its stdout and stderr merged in the order
 //! written, bounded by the policy, the exit status in the result, `isError`
-//! when it is not 0), `spill_read` and `spill_grep`. Stored objects are
-//! also resources (`spillway://<id>`).
+//! when it is not 0), `run_code` (a JavaScript program that calls the
+//! other tools with `await tools.<name>(args)`; see `spillway-code`),
+//! `spill_read` and `spill_grep`. Stored objects are also resources
+//! (`spillway://<id>`). Cancelling a `run_code` call stops its program and
+//! the commands its nested calls run.
 //!
 //! Calls of tools and resource reads run on [`MAX_CONCURRENT_CALLS`]
 //! worker threads, so a long command never delays a `ping` or another
@@ -25,6 +28,9 @@ use serde_json::{json, Value};
 use spillway::Spiller;
 use spillway_process::{run_merged, RunOptions};
 
+use spillway_registry::events::{Event, SessionLog};
+use spillway_registry::{Block, Presentation, Registry, ToolCall};
+
 use crate::rpc::{self, Out};
 use crate::tools::{self, ToolNames};
 
@@ -36,7 +42,7 @@ pub const PROTOCOL_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-1
 const STATUS_ROOM: usize = 200;
 
 /// The longest `timeout` a `run` call may ask for: one hour.
-const MAX_TIMEOUT: f64 = 3600.0;
+pub(crate) const MAX_TIMEOUT: f64 = 3600.0;
 
 /// How many calls (tools, resource reads) run at once; more wait their
 /// turn.
@@ -60,6 +66,56 @@ struct Job {
     call: Arc<Call>,
 }
 
+/// How [`serve_with`] serves.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct ServeOptions {
+    /// The spill stage; its templates should name the spill tools
+    /// (`ToolNames::with_prefix("").templates()`).
+    pub spiller: Spiller,
+    /// The limits of each `run_code` program.
+    pub limits: spillway_code::Limits,
+    /// Where each call, its nested calls' dispatch events and its result
+    /// are appended, in the registry's session-log format; none when
+    /// `None`.
+    pub session_log: Option<Arc<SessionLog>>,
+}
+
+impl ServeOptions {
+    /// Default limits, no session log.
+    pub fn new(spiller: Spiller) -> Self {
+        ServeOptions {
+            spiller,
+            limits: spillway_code::Limits::default(),
+            session_log: None,
+        }
+    }
+}
+
+/// The registry behind `run_code` (and `spillway code`): `run_code` on the
+/// JavaScript runtime with `limits`, and the tools its programs call:
+/// `run`, `spill_read` and `spill_grep`.
+///
+/// # Errors
+///
+/// [`spillway::PolicyError`] when the policy does not fit the store.
+pub fn code_registry(
+    spiller: &Spiller,
+    log: Arc<SessionLog>,
+    limits: spillway_code::Limits,
+) -> Result<Registry, spillway::PolicyError> {
+    crate::code::registry(spiller, log, limits)
+}
+
+/// What every call is answered with.
+struct Server {
+    spiller: Spiller,
+    run_spiller: Spiller,
+    names: ToolNames,
+    registry: Registry,
+    log: Option<Arc<SessionLog>>,
+}
+
 /// Serves until `input` ends. `spiller`'s templates should name the spill
 /// tools (`ToolNames::with_prefix("").templates()`).
 ///
@@ -71,6 +127,20 @@ pub fn serve(
     input: &mut dyn BufRead,
     output: Box<dyn Write + Send>,
 ) -> io::Result<()> {
+    serve_with(&ServeOptions::new(spiller.clone()), input, output)
+}
+
+/// [`serve`] with options: `run_code`'s limits and a session log.
+///
+/// # Errors
+///
+/// When `output` fails.
+pub fn serve_with(
+    opts: &ServeOptions,
+    input: &mut dyn BufRead,
+    output: Box<dyn Write + Send>,
+) -> io::Result<()> {
+    let spiller = &opts.spiller;
     let out = Out::new(output);
     let names = ToolNames::with_prefix("");
     // `run` adds a status line after the preview: its room comes out of the
@@ -83,14 +153,26 @@ pub fn serve(
                 .saturating_sub(STATUS_ROOM),
         )
         .unwrap_or_else(|_| spiller.clone());
+    let log = opts
+        .session_log
+        .clone()
+        .unwrap_or_else(|| Arc::new(SessionLog::discard()));
+    let registry =
+        crate::code::registry(spiller, log, opts.limits.clone()).map_err(io::Error::other)?;
+    let server = Arc::new(Server {
+        spiller: spiller.clone(),
+        run_spiller,
+        names,
+        registry,
+        log: opts.session_log.clone(),
+    });
     let calls: Arc<Mutex<HashMap<String, Arc<Call>>>> = Arc::default();
     let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
     let jobs_rx = Arc::new(Mutex::new(jobs_rx));
     let workers: Vec<_> = (0..MAX_CONCURRENT_CALLS)
         .map(|_| {
             let (jobs, calls, out) = (jobs_rx.clone(), calls.clone(), out.clone());
-            let (spiller, run_spiller, names) =
-                (spiller.clone(), run_spiller.clone(), names.clone());
+            let server = server.clone();
             std::thread::spawn(move || loop {
                 let job = match lock(&jobs).recv() {
                     Ok(j) => j,
@@ -100,12 +182,10 @@ pub fn serve(
                     None
                 } else {
                     Some(answer(
-                        &spiller,
-                        &run_spiller,
-                        &names,
+                        &server,
                         &job.method,
                         &job.params,
-                        Some(&job.call.signal),
+                        Some((&job.id, &job.call.signal)),
                     ))
                 };
                 lock(&calls).remove(&job.id.to_string());
@@ -169,7 +249,7 @@ pub fn serve(
             }
             continue;
         }
-        failed = match answer(spiller, &run_spiller, &names, method, &params, None) {
+        failed = match answer(&server, method, &params, None) {
             Ok(result) => out.result(id, result),
             Err((code, message)) => out.error(id, code, &message),
         };
@@ -190,15 +270,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn answer(
-    spiller: &Spiller,
-    run_spiller: &Spiller,
-    names: &ToolNames,
+    srv: &Server,
     method: &str,
     params: &Value,
-    signal: Option<&Arc<AtomicUsize>>,
+    call: Option<(&Value, &Arc<AtomicUsize>)>,
 ) -> Result<Value, (i64, String)> {
-    let store = spiller.store();
-    let budget = spiller.policy().max_inline_bytes();
+    let store = srv.spiller.store();
+    let budget = srv.spiller.policy().max_inline_bytes();
     match method {
         "initialize" => {
             let asked = params
@@ -214,23 +292,42 @@ fn answer(
                 "protocolVersion": version,
                 "capabilities": {"tools": {"listChanged": false}, "resources": {}},
                 "serverInfo": {"name": "spillway", "version": env!("CARGO_PKG_VERSION")},
-                "instructions": "run executes a shell command; long output comes back as a bounded head and tail with a notice, and spill_read and spill_grep read the rest."
+                "instructions": "run executes a shell command; long output comes back as a bounded head and tail with a notice, and spill_read and spill_grep read the rest. run_code runs a JavaScript program that calls these tools with await tools.<name>(args) and gets their complete output."
             }))
         }
         "ping" => Ok(json!({})),
         "tools/list" => {
-            let mut list = vec![run_definition()];
-            list.extend(names.definitions());
+            let mut list = vec![run_definition(), run_code_definition(&srv.registry)];
+            list.extend(srv.names.definitions());
             Ok(json!({"tools": list}))
         }
         "tools/call" => {
             let (name, args) = rpc::call_parts(params);
-            if name == "run" {
-                return Ok(run_tool(run_spiller, &args, signal));
+            let call_id = match call.map(|c| c.0) {
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            let signal = call.map(|c| c.1);
+            if name == "run_code" {
+                let tc = ToolCall::new(call_id, "run_code", args);
+                let signal = signal.cloned().unwrap_or_default();
+                let r = match srv.registry.call_with_signal(&tc, signal) {
+                    Ok(r) => r,
+                    Err(not_durable) => {
+                        eprintln!("spillway: mcp serve: {not_durable}");
+                        *not_durable.result
+                    }
+                };
+                return Ok(json!({"content": r.content, "isError": r.is_error}));
             }
-            names
-                .call(store, budget, name, &args)
-                .ok_or_else(|| (rpc::INVALID_PARAMS, format!("unknown tool: {name}")))
+            logged(srv, &call_id, name, &args, || {
+                if name == "run" {
+                    return Some(run_tool(&srv.run_spiller, &args, signal));
+                }
+                srv.names.call(store, budget, name, &args)
+            })
+            .ok_or_else(|| (rpc::INVALID_PARAMS, format!("unknown tool: {name}")))
         }
         "resources/list" => Ok(json!({"resources": []})),
         "resources/templates/list" => {
@@ -246,6 +343,58 @@ fn answer(
         }
         other => Err((rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
     }
+}
+
+/// `run_code`'s definition: its description ends with the SDK declaration
+/// of the tools its programs call.
+fn run_code_definition(registry: &Registry) -> Value {
+    let spec = registry
+        .tools(Presentation::Ptc)
+        .into_iter()
+        .find(|t| t.name == "run_code");
+    let (description, schema) = spec
+        .map(|s| (s.description.unwrap_or_default(), s.input_schema))
+        .unwrap_or_default();
+    json!({
+        "name": "run_code",
+        "title": "Run a JavaScript program that calls the tools",
+        "description": description,
+        "inputSchema": schema,
+        "annotations": {"destructiveHint": true, "openWorldHint": true}
+    })
+}
+
+/// Answers a call of `run` or a spill tool with `f`; with a session log,
+/// appends the call and its result.
+fn logged(
+    srv: &Server,
+    call_id: &str,
+    name: &str,
+    args: &Value,
+    f: impl FnOnce() -> Option<Value>,
+) -> Option<Value> {
+    let Some(log) = &srv.log else { return f() };
+    let _ = log.append(&Event::ToolCall {
+        call_id: call_id.to_owned(),
+        tool: name.to_owned(),
+        description: None,
+        args: args.clone(),
+    });
+    let result = f()?;
+    let content: Vec<Block> = result
+        .get("content")
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default();
+    let _ = log.append(&Event::ToolResult {
+        call_id: call_id.to_owned(),
+        content,
+        is_error: result
+            .get("isError")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        spills: Vec::new(),
+    });
+    Some(result)
 }
 
 fn run_definition() -> Value {
@@ -315,26 +464,10 @@ fn run_tool(spiller: &Spiller, args: &Value, signal: Option<&Arc<AtomicUsize>>) 
     };
     let mut text = outcome.content;
     let (status, failed) = match finished {
-        Ok(f) => {
-            use std::os::unix::process::ExitStatusExt;
-            let mut s = String::new();
-            if f.timed_out {
-                s.push_str(&format!(
-                    "[killed after the {}s timeout]",
-                    opts.timeout.map_or(0.0, |t| t.as_secs_f64())
-                ));
-            } else if let Some(code) = f.status.code() {
-                if code != 0 {
-                    s.push_str(&format!("[exit status {code}]"));
-                }
-            } else if let Some(sig) = f.status.signal() {
-                s.push_str(&format!("[killed by signal {sig}]"));
-            }
-            if f.output_cut {
-                s.push_str("[output after the command exited is not included: something it started kept the output open]");
-            }
-            (s, !f.status.success() || f.timed_out)
-        }
+        Ok(f) => (
+            status_line(&f, opts.timeout),
+            !f.status.success() || f.timed_out,
+        ),
         Err(e) => (format!("[{e}]"), true),
     };
     if !status.is_empty() {
@@ -344,6 +477,29 @@ fn run_tool(spiller: &Spiller, args: &Value, signal: Option<&Arc<AtomicUsize>>) 
         text.push_str(&status);
     }
     tools::tool_result(text, failed)
+}
+
+/// What `run` adds after the output: why the command ended, when it did
+/// not succeed, and output that was cut.
+pub(crate) fn status_line(f: &spillway_process::Finished, timeout: Option<Duration>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let mut s = String::new();
+    if f.timed_out {
+        s.push_str(&format!(
+            "[killed after the {}s timeout]",
+            timeout.map_or(0.0, |t| t.as_secs_f64())
+        ));
+    } else if let Some(code) = f.status.code() {
+        if code != 0 {
+            s.push_str(&format!("[exit status {code}]"));
+        }
+    } else if let Some(sig) = f.status.signal() {
+        s.push_str(&format!("[killed by signal {sig}]"));
+    }
+    if f.output_cut {
+        s.push_str("[output after the command exited is not included: something it started kept the output open]");
+    }
+    s
 }
 
 #[cfg(test)]

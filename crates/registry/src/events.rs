@@ -186,7 +186,8 @@ impl std::error::Error for LogError {
 #[derive(Debug)]
 pub struct SessionLog {
     path: PathBuf,
-    file: Mutex<File>,
+    /// `None` for a log that keeps nothing ([`SessionLog::discard`]).
+    file: Option<Mutex<File>>,
     sync: LogSync,
     repairs: std::sync::atomic::AtomicU64,
     #[cfg_attr(not(feature = "test-seams"), allow(dead_code))]
@@ -264,7 +265,7 @@ impl SessionLog {
         let len = file.metadata().map_err(io("inspect"))?.len();
         let log = SessionLog {
             path: path.clone(),
-            file: Mutex::new(file),
+            file: Some(Mutex::new(file)),
             sync,
             repairs: std::sync::atomic::AtomicU64::new(0),
             model,
@@ -314,7 +315,20 @@ impl SessionLog {
         let _ = f;
     }
 
-    /// The file.
+    /// A log that keeps nothing: every append succeeds and writes nowhere.
+    /// For a registry whose caller keeps no session (an MCP server run
+    /// without a session log).
+    pub fn discard() -> Self {
+        SessionLog {
+            path: PathBuf::new(),
+            file: None,
+            sync: LogSync::Never,
+            repairs: std::sync::atomic::AtomicU64::new(0),
+            model: None,
+        }
+    }
+
+    /// The file (empty for [`SessionLog::discard`]).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -327,7 +341,10 @@ impl SessionLog {
 
     fn append_line(&self, mut line: String) -> Result<(), LogError> {
         line.push('\n');
-        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
         let io = |op| {
             let path = self.path.clone();
             move |source| LogError::Io { op, path, source }

@@ -1,0 +1,233 @@
+//! `spillway code`: a program from a file or stdin, its bounded result, the
+//! exit status, the session log, and each limit ending the program in time
+//! with the host's peak memory measured.
+
+#[path = "../../../tests/support/mod.rs"]
+mod support;
+
+use std::io::{Read, Write};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use support::{run_spillway, spillway_cmd};
+
+fn code(store: &std::path::Path, args: &[&str], program: &str) -> (String, String, i32) {
+    let mut all = vec!["code"];
+    all.extend_from_slice(args);
+    let out = run_spillway(store, &all, program.as_bytes());
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+#[test]
+fn a_program_from_stdin_or_a_file_calls_the_tools_and_prints_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, err, status) = code(
+        dir.path(),
+        &[],
+        "const out = await tools.run({command: 'seq 1 3'});\nprint('got', out.trim().split('\\n').length, 'lines');\nreturn out.trim().split('\\n').map(Number);",
+    );
+    assert_eq!(
+        (out.as_str(), status),
+        ("got 3 lines\n[1,2,3]\n", 0),
+        "{err}"
+    );
+    let file = dir.path().join("p.js");
+    std::fs::write(&file, "return 'from a file'").unwrap();
+    let out = spillway_cmd()
+        .arg("--store")
+        .arg(dir.path().join("s"))
+        .arg("code")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from a file\n");
+    assert!(out.status.success());
+}
+
+#[test]
+fn a_failed_program_exits_1_with_its_logs_and_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _, status) = code(dir.path(), &[], "print('so far');\nundefinedThing();");
+    assert_eq!(status, 1);
+    assert!(
+        out.starts_with("so far\nCODE_RUN_FAILED: Uncaught ReferenceError: "),
+        "{out}"
+    );
+    // A nested command that fails is an error the program can catch.
+    let (out, _, status) = code(
+        dir.path(),
+        &[],
+        "try { await tools.run({command: 'echo nope; exit 3'}); } catch (e) { return e.message; }",
+    );
+    assert_eq!((out.as_str(), status), ("nope\n[exit status 3]\n", 0));
+}
+
+#[test]
+fn bad_flags_and_bad_programs_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, err, status) = code(dir.path(), &["--memory", "10"], "return 1");
+    assert_eq!(status, 2);
+    assert!(
+        err.contains("memory limit must be 1 MiB to 16 GiB"),
+        "{err}"
+    );
+    let (_, err, status) = code(dir.path(), &["--timeout", "0s"], "return 1");
+    assert_eq!(status, 2, "{err}");
+    let out = run_spillway(dir.path(), &["code"], b"\xff\xfe");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not UTF-8"));
+    let out = run_spillway(dir.path(), &["code", "/nonexistent/p.js"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/p.js"));
+}
+
+#[test]
+fn the_result_is_bounded_by_the_policy_flags_and_the_rest_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _, status) = code(
+        dir.path(),
+        &["--max-inline-bytes", "2KiB"],
+        "for (let i = 0; i < 100000; i++) print('line ' + i); return 'done';",
+    );
+    assert_eq!(status, 0);
+    assert!(out.len() <= 2049, "{}", out.len());
+    assert!(
+        out.starts_with("line 0\n") && out.ends_with("done\n"),
+        "{out}"
+    );
+    let id = out
+        .split_whitespace()
+        .find(|w| w.starts_with("blake3:"))
+        .expect("the notice names the stored output");
+    let id = id.trim_end_matches(|c: char| !c.is_ascii_hexdigit());
+    let shown = run_spillway(dir.path(), &["show", id, "--lines", "100000:100001"], b"");
+    assert_eq!(String::from_utf8_lossy(&shown.stdout), "line 99999\ndone");
+}
+
+#[test]
+fn the_session_log_holds_the_call_its_dispatch_events_and_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("session.jsonl");
+    let (_, _, status) = code(
+        dir.path(),
+        &["--session-log", log.to_str().unwrap()],
+        "const [a, b] = await Promise.all([tools.run({command: 'echo A'}), tools.run({command: 'echo B'})]); return a + b;",
+    );
+    assert_eq!(status, 0);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let types: Vec<String> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["type"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(types.first().map(String::as_str), Some("tool/call"));
+    assert_eq!(types.last().map(String::as_str), Some("tool/result"));
+    assert_eq!(
+        types
+            .iter()
+            .filter(|t| *t == "tool/code-dispatch-start")
+            .count(),
+        2
+    );
+    assert_eq!(
+        types.iter().filter(|t| *t == "tool/code-dispatch").count(),
+        2
+    );
+}
+
+/// Runs `spillway code` on `program` and returns its output, exit status,
+/// how long it took and its peak RSS in KiB (from `wait4`, this child's
+/// alone).
+// The child is reaped with wait4, which gives its own peak RSS.
+#[allow(clippy::zombie_processes)]
+fn measured(store: &std::path::Path, args: &[&str], program: &str) -> (String, i32, Duration, i64) {
+    let started = Instant::now();
+    let mut child = spillway_cmd()
+        .arg("--store")
+        .arg(store)
+        .arg("code")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(program.as_bytes())
+        .unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: wait4 fills the status and the usage we pass, for our child.
+    let rss = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        let pid = child.id() as libc::pid_t;
+        assert_eq!(libc::wait4(pid, &mut status, 0, &mut u), pid);
+        u.ru_maxrss
+    };
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    (out, code, started.elapsed(), rss)
+}
+
+#[test]
+fn every_limit_ends_the_program_in_time_with_the_host_memory_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    // (program, the error's words)
+    let cases = [
+        ("while (true) {}", "wall-time limit of 2 s"),
+        (
+            "let i = 0; while (true) print('x' + i++);",
+            "wall-time limit of 2 s",
+        ),
+        ("return 'x'.repeat(1e9);", "memory limit of 67108864 bytes"),
+        (
+            "const a = []; while (true) a.push(new Array(1000).fill(1));",
+            "memory limit",
+        ),
+        (
+            "function f(n) { return f(n + 1) + 1; } return f(0);",
+            "stack limit",
+        ),
+        ("return 'y'.repeat(64 * 1024 * 1024);", "memory limit"),
+        (
+            "let v = []; for (let i = 0; i < 1e6; i++) v = [v]; return v;",
+            "limit",
+        ),
+    ];
+    for (program, words) in cases {
+        let (out, status, took, rss_kib) = measured(dir.path(), &["--timeout", "2s"], program);
+        assert_eq!(status, 1, "{program}: {out}");
+        assert!(
+            out.contains("CODE_RUN_FAILED") && out.contains(words),
+            "{program}: {out}"
+        );
+        assert!(out.len() <= 32 * 1024 + 1, "{program}: bounded");
+        assert!(took < Duration::from_secs(3), "{program}: {took:?}");
+        // The engine's 64 MiB, its allocator's slack, the host's own few
+        // MiB: bounded well under what the program asked for.
+        assert!(rss_kib < 200 * 1024, "{program}: peak RSS {rss_kib} KiB");
+        eprintln!("{program}: {took:?}, peak RSS {} MiB", rss_kib / 1024);
+    }
+    // And the next run works.
+    let (out, status, _, _) = measured(dir.path(), &[], "return 1 + 1");
+    assert_eq!((out.as_str(), status), ("2\n", 0));
+}
