@@ -96,7 +96,7 @@ async def read_pages(s: ClientSession, uri: str, budget: int) -> tuple[str, int]
 async def test_serve_runs_a_command_and_bounds_its_output(store: str) -> None:
     async with session(SPILLWAY, ["--store", store, "mcp", "serve", "--max-inline-bytes", "2KiB"]) as s:
         tools = {t.name: t for t in (await s.list_tools()).tools}
-        assert set(tools) == {"run", "spill_read", "spill_grep"}
+        assert set(tools) == {"run", "run_code", "spill_read", "spill_grep"}
         assert tools["run"].input_schema["required"] == ["command"]
 
         small = await s.call_tool("run", {"command": "echo hi; echo err >&2"})
@@ -130,6 +130,61 @@ async def test_serve_runs_a_command_and_bounds_its_output(store: str) -> None:
         assert pages > 100
         bad = await attempt(s.read_resource(f"spillway://{ident}?lines=1:2"))
         assert "?bytes=A:B" in str(bad)
+
+
+async def test_serve_run_code_calls_the_tools_from_a_program(store: str, tmp_path: Path) -> None:
+    log = tmp_path / "session.jsonl"
+    args = ["--store", store, "mcp", "serve", "--max-inline-bytes", "2KiB", "--timeout", "2s",
+            "--session-log", str(log)]
+    async with session(SPILLWAY, args) as s:
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        code_tool = tools["run_code"]
+        # The description carries the SDK the program is written against.
+        assert "declare const tools" in code_tool.description
+        assert "run(args: {" in code_tool.description and "command: string" in code_tool.description
+        assert "run_code(" not in code_tool.description
+        assert code_tool.input_schema["required"] == ["code"]
+
+        program = (
+            "const [a, b] = await Promise.all([tools.run({command: 'echo one'}),"
+            " tools.run({command: 'echo two'})]);\n"
+            "print('got', a.trim(), b.trim());\n"
+            "return {joined: a.trim() + '+' + b.trim()};"
+        )
+        ok = await s.call_tool("run_code", {"code": program})
+        assert not ok.is_error
+        assert texts(ok) == ['got one two\n{"joined":"one+two"}']
+
+        # A nested value is complete to the program; the outer result is bounded.
+        program = (
+            "const out = await tools.run({command: 'seq 1 300000'});\n"
+            "const lines = out.trim().split('\\n');\n"
+            "for (const l of lines) if (l.endsWith('77777')) print('found ' + l);\n"
+            "return lines.length;"
+        )
+        whole = await s.call_tool("run_code", {"code": program})
+        assert texts(whole) == ["found 77777\nfound 177777\nfound 277777\n300000"]
+
+        flood = await s.call_tool("run_code", {"code": "for (let i = 1; i <= 100000; i++) print(i);"})
+        (text,) = texts(flood)
+        assert len(text.encode()) <= 2048 and text.startswith("1\n2\n") and text.endswith("100000")
+        ident = text[text.index('spill_read(id="') + 15 :].split('"', 1)[0]
+        read = await s.call_tool("spill_read", {"id": ident, "lines": "50000:50001"})
+        assert texts(read) == ["50000\n50001\n"]
+
+        endless = await s.call_tool("run_code", {"code": "print('started'); while (true) {}"})
+        assert endless.is_error
+        assert texts(endless) == ["started\nCODE_RUN_FAILED: the program ran past its wall-time limit of 2 s"]
+        again = await s.call_tool("run_code", {"code": "return typeof globalThis.leaked"})
+        assert texts(again) == ["undefined"]
+
+    events = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    kinds = [e["type"] for e in events]
+    assert kinds.count("tool/code-dispatch-start") == 3
+    assert kinds.count("tool/code-dispatch") == 3
+    assert kinds.count("tool/result") == 6  # five programs and one spill_read
+    starts = [e["subCallId"] for e in events if e["type"] == "tool/code-dispatch-start"]
+    assert starts[0].endswith(":code:1") and starts[1].endswith(":code:2")
 
 
 # --- spillway mcp proxy in front of a Python SDK server --------------------
