@@ -70,6 +70,12 @@ fn members(tools: &[ToolSpec], level: usize, out: &mut String) {
 /// A doc comment, its text unable to close it early.
 fn doc(text: &str, pad: &str, out: &mut String) {
     let text = text.trim().replace("*/", "*\\/");
+    // One line of text is one line of comment: the declaration is read by
+    // a model, and every line costs tokens.
+    if !text.contains('\n') {
+        out.push_str(&format!("{pad}/** {text} */\n"));
+        return;
+    }
     out.push_str(&format!("{pad}/**\n"));
     for line in text.lines() {
         out.push_str(&format!("{pad} * {}\n", line.trim_end()).replace(" * \n", " *\n"));
@@ -280,7 +286,7 @@ mod tests {
         let d = declaration(&[bash]);
         assert_eq!(
             d,
-            "declare const tools: {\n  /**\n   * Runs a shell command.\n   * Its output is bounded.\n   */\n  bash(args: {\n    /**\n     * The command line.\n     */\n    command: string;\n    timeout?: number;\n  }): Promise<string>;\n};\n"
+            "declare const tools: {\n  /**\n   * Runs a shell command.\n   * Its output is bounded.\n   */\n  bash(args: {\n    /** The command line. */\n    command: string;\n    timeout?: number;\n  }): Promise<string>;\n};\n"
         );
     }
 

@@ -15,8 +15,8 @@ use spillway_registry::events::{replay, replay_file, Event, LogSync, SessionLog}
 use spillway_registry::run_code::{CodeHost, CodeRunFailed, CodeValue, RunCode, NO_OUTPUT};
 use spillway_registry::tools::{Bash, SpillGrep, SpillRead};
 use spillway_registry::{
-    Block, Cx, OutputScanner, PostDecision, PostPolicy, Registry, Rendered, Tool, ToolCall,
-    ToolError, ToolResult,
+    Block, Cx, OutputScanner, PostDecision, PostPolicy, Presentation, Registry, Rendered, Tool,
+    ToolCall, ToolError, ToolResult,
 };
 
 type Program = fn(&str, &mut CodeHost<'_>) -> Result<Option<CodeValue>, CodeRunFailed>;
@@ -1319,9 +1319,53 @@ fn the_sdk_declares_every_tool_a_program_can_call() {
         "  spill_read(args: {\n",
         "    id: string;\n",
         "    pointer?: string;\n",
-        "   * Runs a shell command",
+        "  /** Runs a shell command",
     ] {
         assert!(sdk.contains(want), "{want:?} in\n{sdk}");
     }
     assert!(!sdk.contains("run_code"), "{sdk}");
+}
+
+/// The three presentation modes: native tools, run_code with the retrieval
+/// tools, or both; run_code's description carries the SDK.
+#[test]
+fn the_presentation_modes_list_the_tools_the_seed_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store")).unwrap();
+    let log = Arc::new(SessionLog::open(dir.path().join("s.jsonl"), LogSync::EveryEvent).unwrap());
+    let registry = Registry::builder(Spiller::new(Policy::default(), store).unwrap(), log)
+        .unwrap()
+        .tool(RunCode::new(programs as Program))
+        .tool(Bash::default())
+        .tool(SpillRead)
+        .tool(SpillGrep)
+        .build();
+    let names = |mode: &str| -> Vec<String> {
+        registry
+            .tools(mode.parse::<Presentation>().unwrap())
+            .into_iter()
+            .map(|t| t.name)
+            .collect()
+    };
+    assert_eq!(names("native"), ["bash", "spill_grep", "spill_read"]);
+    assert_eq!(names("ptc"), ["run_code", "spill_grep", "spill_read"]);
+    assert_eq!(
+        names("both"),
+        ["bash", "run_code", "spill_grep", "spill_read"]
+    );
+    let code = registry
+        .tools(Presentation::Ptc)
+        .into_iter()
+        .find(|t| t.name == "run_code")
+        .unwrap();
+    let description = code.description.unwrap();
+    assert!(
+        description.ends_with(&format!("```ts\n{}```", registry.sdk())),
+        "{description}"
+    );
+    assert_eq!(code.input_schema["required"], json!(["code"]));
+    assert!("plain"
+        .parse::<Presentation>()
+        .unwrap_err()
+        .contains("native, ptc or both"));
 }
