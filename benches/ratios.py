@@ -31,7 +31,36 @@ PAIRS = [
     ("stage-terminal", "stage-raw-render", {67108864: 2.0}, ["terminal_coloured"]),
     ("stage-terminal-salient", "stage-raw-render", {}, None),
     ("stage-terminal-tokens", "stage-terminal", {67108864: 1.05}, None),
+    # Code Mode: a program that prints 64 MiB, over the stage alone on the same bytes.
+    ("program", "stage", {67108864: 2.0}, ["print"]),
 ]
+
+
+def plain_median_ns(group, case):
+    """The median of a benchmark without a size (`group/case`)."""
+    path = os.path.join(ROOT, group, case, "new", "estimates.json")
+    try:
+        with open(path) as f:
+            return json.load(f)["median"]["point_estimate"]
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def code_rows():
+    """Code Mode's start and nested-call costs (`cargo bench -p spillway-code`)."""
+    noop, start = plain_median_ns("code", "noop-call"), plain_median_ns("code", "start")
+    direct, nested = plain_median_ns("code", "direct-1000"), plain_median_ns("code", "nested-1000")
+    if None in (noop, start, direct, nested):
+        return []
+    per_nested = (nested - start) / 1000
+    per_direct = direct / 1000
+    over = per_nested - per_direct
+    return [
+        ("code", "", "start (return 1)", fmt_time(start), "", "noop-call", fmt_time(noop),
+         f"{start / noop:.0f}x", f"<= 5 ms {'meets' if start <= 5e6 else 'MISSES'}"),
+        ("code", "", "a nested call", fmt_time(per_nested), "", "a direct call", fmt_time(per_direct),
+         f"+{fmt_time(over)}", f"<= +100 us {'meets' if over <= 1e5 else 'MISSES'}"),
+    ]
 
 
 def median_ns(group_dir, case, size):
@@ -95,6 +124,7 @@ def main():
                 t = median_ns(group_dir, case, size)
                 if t is not None:
                     rows.append((group, human(size), case, fmt_time(t), f"{size / t:.2f}", "", "", "", ""))
+    rows += code_rows()
     if not rows:
         sys.exit("no case/baseline pairs found")
     head = ("group", "size", "case", "median", "GB/s", "baseline", "baseline median", "ratio", "target")

@@ -231,3 +231,64 @@ fn every_limit_ends_the_program_in_time_with_the_host_memory_bounded() {
     let (out, status, _, _) = measured(dir.path(), &[], "return 1 + 1");
     assert_eq!((out.as_str(), status), ("2\n", 0));
 }
+
+/// The README's Code Mode section: each `$ command` of its `text` blocks,
+/// run in one shell per block with this build's `spillway` first on the
+/// PATH, prints exactly the lines under it.
+#[test]
+fn the_readme_code_mode_examples_run_as_written() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let start = readme
+        .find("\n## Code Mode\n")
+        .expect("a Code Mode section");
+    let section = &readme[start + 1..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_spillway"))
+        .parent()
+        .unwrap()
+        .to_owned();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut blocks = 0;
+    for block in section.split("```text\n").skip(1) {
+        let block = &block[..block.find("```").unwrap()];
+        let mut commands: Vec<(String, String)> = Vec::new();
+        for line in block.lines() {
+            if let Some(cmd) = line.strip_prefix("$ ") {
+                commands.push((cmd.to_owned(), String::new()));
+            } else if let Some((_, want)) = commands.last_mut() {
+                want.push_str(line);
+                want.push('\n');
+            }
+        }
+        let mut script = String::new();
+        for (i, (cmd, _)) in commands.iter().enumerate() {
+            // The separator keeps `$?` for an `echo $?` that follows.
+            script.push_str(&format!("s=$?; echo '@@{i}@@'; (exit $s)\n{cmd}\n"));
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .env("PATH", &path)
+            .env("SPILLWAY_STORE", dir.path())
+            .env_remove("SPILLWAY_CONFIG")
+            .env("XDG_CONFIG_HOME", "/nonexistent-spillway-test")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        for (i, (cmd, want)) in commands.iter().enumerate() {
+            let from = stdout.find(&format!("@@{i}@@\n")).unwrap() + format!("@@{i}@@\n").len();
+            let to = stdout[from..]
+                .find(&format!("@@{}@@\n", i + 1))
+                .map_or(stdout.len(), |j| from + j);
+            assert_eq!(&stdout[from..to], want, "README: $ {cmd}");
+        }
+        blocks += 1;
+    }
+    assert!(blocks >= 1, "the section has examples");
+}

@@ -59,11 +59,7 @@ pub(crate) fn run(
         let mut workers = 0;
         for msg in from_program {
             match msg {
-                ToHost::Logs(lines) => {
-                    for line in lines {
-                        host.log(line);
-                    }
-                }
+                ToHost::Logs(joined, lines) => host.log_lines(&joined, lines),
                 ToHost::Call { id, tool, args } => {
                     let call = host.start(&tool, args);
                     // The receiver lives as long as this loop.

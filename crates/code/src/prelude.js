@@ -17,7 +17,8 @@
       return String(v);
     }
   };
-  const log = (...args) => hostLog(args.map(toText).join(" "));
+  const log = (...args) =>
+    hostLog(args.length === 1 && typeof args[0] === "string" ? args[0] : args.map(toText).join(" "));
   const console = { log, info: log, warn: log, error: log, debug: log };
   Object.freeze(console);
   const tools = Object.create(null);

@@ -25,8 +25,8 @@ use crate::limits::Limits;
 
 /// What the program's thread asks of the host.
 pub(crate) enum ToHost {
-    /// Log lines, in order.
-    Logs(Vec<String>),
+    /// Log lines, in order, joined by `\n`, and how many.
+    Logs(Vec<u8>, u64),
     /// Start a nested call; its value comes back with the same `id`.
     Call {
         id: u64,
@@ -48,29 +48,32 @@ const LOG_BATCH: usize = 64 << 10;
 const WRAP_HEAD: &str = "(async function () {";
 const WRAP_TAIL: &str = "\n})()";
 
-/// Logs on their way to the host.
+/// Logs on their way to the host: lines joined by `\n`, sent in one
+/// message when they reach [`LOG_BATCH`] bytes or the program waits.
 struct Logs {
-    lines: Vec<String>,
-    bytes: usize,
+    joined: Vec<u8>,
+    lines: u64,
     to_host: SyncSender<ToHost>,
 }
 
 impl Logs {
-    fn push(&mut self, line: String) {
-        self.bytes += line.len() + 1;
-        self.lines.push(line);
-        if self.bytes >= LOG_BATCH {
+    fn push(&mut self, line: &str) {
+        if self.lines > 0 {
+            self.joined.push(b'\n');
+        }
+        self.joined.extend_from_slice(line.as_bytes());
+        self.lines += 1;
+        if self.joined.len() >= LOG_BATCH {
             self.flush();
         }
     }
 
     fn flush(&mut self) {
-        if !self.lines.is_empty() {
-            self.bytes = 0;
+        if self.lines > 0 {
+            let joined = std::mem::replace(&mut self.joined, Vec::with_capacity(LOG_BATCH + 1024));
             // The host stops taking messages only when the run is over.
-            let _ = self
-                .to_host
-                .send(ToHost::Logs(std::mem::take(&mut self.lines)));
+            let _ = self.to_host.send(ToHost::Logs(joined, self.lines));
+            self.lines = 0;
         }
     }
 }
@@ -110,8 +113,8 @@ pub(crate) fn run(
     })));
     let ctx = Context::full(&rt).map_err(engine)?;
     let logs = Rc::new(RefCell::new(Logs {
-        lines: Vec::new(),
-        bytes: 0,
+        joined: Vec::with_capacity(LOG_BATCH + 1024),
+        lines: 0,
         to_host: to_host.clone(),
     }));
     let run = Run {
@@ -403,9 +406,15 @@ impl Run<'_> {
     ) -> rquickjs::Result<()> {
         let prelude: Function<'js> = ctx.eval(include_str!("prelude.js"))?;
         let l = logs.clone();
-        let log = Function::new(ctx.clone(), move |line: String| {
-            l.borrow_mut().push(line);
-        })?;
+        // The line's bytes go straight into the batch: one copy.
+        let log = Function::new(
+            ctx.clone(),
+            move |line: rquickjs::String<'js>| -> rquickjs::Result<()> {
+                let line = line.to_cstring()?;
+                l.borrow_mut().push(line.as_str());
+                Ok(())
+            },
+        )?;
         let (s, to_host, l) = (shared.clone(), self.to_host.clone(), logs.clone());
         let call = Function::new(
             ctx.clone(),

@@ -602,6 +602,44 @@ mod tests {
     }
 
     #[test]
+    fn a_cancelled_program_stops_with_the_command_it_runs() {
+        let (mut to, answers, server) = start();
+        let t = Instant::now();
+        // A program busy in a nested command, and one busy in a loop.
+        send(
+            &mut to,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": "run_code", "arguments": {"code": "await tools.run({command: 'sleep 30'})"}}}),
+        );
+        send(
+            &mut to,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                   "params": {"name": "run_code", "arguments": {"code": "while (true) {}"}}}),
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        for id in [1, 2] {
+            send(
+                &mut to,
+                json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": id}}),
+            );
+        }
+        send(
+            &mut to,
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                   "params": {"name": "run_code", "arguments": {"code": "return 'next'"}}}),
+        );
+        let a = answers.recv_timeout(Duration::from_secs(20)).unwrap();
+        assert_eq!(a["id"], 3);
+        assert_eq!(a["result"]["content"][0]["text"], "next");
+        drop(to);
+        server.join().unwrap();
+        // Both stopped well before their 30 s.
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        assert!(answers.recv_timeout(Duration::from_secs(1)).is_err());
+    }
+
+    #[test]
     fn calls_beyond_the_limit_wait_their_turn_and_all_are_answered() {
         let (mut to, answers, server) = start();
         let n = MAX_CONCURRENT_CALLS + 4;

@@ -165,6 +165,18 @@ impl Renderer {
         Ok(())
     }
 
+    /// `lines` log lines joined by `\n`.
+    fn log_joined(&mut self, out: &mut dyn Write, joined: &[u8], lines: u64) -> io::Result<()> {
+        if self.lines > 0 {
+            out.write_all(b"\n")?;
+        }
+        out.write_all(joined)?;
+        self.lines += lines;
+        // All empty, they are only their `lines - 1` separators.
+        self.wrote |= joined.len() as u64 > lines - 1;
+        Ok(())
+    }
+
     /// Whether the logs make a part of their own: an all-empty log list
     /// renders as nothing, like an empty part.
     fn logs_part(&self) -> bool {
@@ -432,7 +444,9 @@ pub struct Callable {
 /// Logs go straight into the spill stage as they are printed, so a program
 /// that prints without end runs in bounded memory.
 pub struct CodeHost<'a> {
-    stage: ToolStage,
+    /// The stage, behind 64 KiB of buffer: a log line is two small writes
+    /// (the separator and the line), gathered into large ones.
+    stage: io::BufWriter<ToolStage>,
     renderer: Renderer,
     dispatcher: Dispatcher<'a>,
     callable: Vec<Callable>,
@@ -450,9 +464,21 @@ impl<'a> CodeHost<'a> {
         }
     }
 
+    /// Writes `lines` log lines at once, given joined by `\n` (no `\n`
+    /// after the last): what as many [`CodeHost::log`] calls write, in one
+    /// write. A runtime gathers a program's prints this way.
+    pub fn log_lines(&mut self, joined: &[u8], lines: u64) {
+        if lines == 0 {
+            return;
+        }
+        if let Err(e) = self.renderer.log_joined(&mut self.stage, joined, lines) {
+            self.failed.get_or_insert(e);
+        }
+    }
+
     /// Bytes of output so far.
     pub fn bytes_written(&self) -> u64 {
-        self.stage.bytes_written()
+        self.stage.get_ref().bytes_written() + self.stage.buffer().len() as u64
     }
 
     /// The tools a program can call: every tool of the registry but
@@ -592,7 +618,7 @@ impl<R: CodeRuntime> Tool for RunCode<R> {
             .ok_or_else(|| ToolError::InvalidArgs("run_code needs a string `code`".into()))?;
         let registry = cx.registry;
         let mut host = CodeHost {
-            stage: cx.stage(),
+            stage: io::BufWriter::with_capacity(64 << 10, cx.stage()),
             renderer: Renderer::default(),
             dispatcher: Dispatcher {
                 registry,
@@ -627,7 +653,7 @@ impl<R: CodeRuntime> Tool for RunCode<R> {
             ..
         } = host;
         // Small writes (a JSON token at a time) gathered into 64 KiB ones.
-        let mut out = io::BufWriter::with_capacity(64 << 10, stage);
+        let mut out = stage;
         let written = match &ran {
             Ok(value) => renderer.result(&mut out, value.as_ref().map(CodeValue::as_ref)),
             Err(failed) => renderer.failure(&mut out, failed),
@@ -717,4 +743,44 @@ fn nested_run(
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines written in batches render as the same lines written one by
+    /// one, whatever the batches, empty lines included.
+    #[test]
+    fn batches_of_log_lines_render_as_the_lines_one_by_one() {
+        let cases: &[&[&str]] = &[
+            &[""],
+            &["", ""],
+            &["a"],
+            &["", "a", ""],
+            &["one", "two", "three", "", "five"],
+        ];
+        for lines in cases {
+            for result in [None, Some(ResultRef::Text("r")), Some(ResultRef::Text(""))] {
+                let mut want = Vec::new();
+                let mut r = Renderer::default();
+                for l in *lines {
+                    r.log(&mut want, l.as_bytes()).unwrap();
+                }
+                r.result(&mut want, result).unwrap();
+                for split in 0..=lines.len() {
+                    let mut got = Vec::new();
+                    let mut r = Renderer::default();
+                    for part in [&lines[..split], &lines[split..]] {
+                        if !part.is_empty() {
+                            r.log_joined(&mut got, part.join("\n").as_bytes(), part.len() as u64)
+                                .unwrap();
+                        }
+                    }
+                    r.result(&mut got, result).unwrap();
+                    assert_eq!(got, want, "{lines:?} split at {split}");
+                }
+            }
+        }
+    }
 }
