@@ -27,11 +27,7 @@ pub(crate) fn run(
     host: &mut CodeHost<'_>,
     limits: &Limits,
 ) -> Result<Option<CodeValue>, CodeRunFailed> {
-    let tools: Vec<(String, bool)> = host
-        .tools()
-        .iter()
-        .map(|c| (c.name.clone(), c.json))
-        .collect();
+    let tools = host.tools().to_vec();
     let cancel = host.cancellation();
     let dispatcher = host.dispatcher();
     let (to_host, from_program) = mpsc::sync_channel::<ToHost>(QUEUE);

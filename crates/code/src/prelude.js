@@ -22,12 +22,13 @@
   const console = { log, info: log, warn: log, error: log, debug: log };
   Object.freeze(console);
   const tools = Object.create(null);
-  for (const [name, json] of toolList) {
+  const groups = [];
+  for (const [name, json, group, member] of toolList) {
     const call = (args) => {
       const text = JSON.stringify(args === undefined ? {} : args);
-      return hostCall(name, text).then(([ok, value]) => {
+      return hostCall(name, text).then(([ok, value, isJson]) => {
         if (!ok) throw new Error(value);
-        if (!json) return value;
+        if (!json && !isJson) return value;
         try {
           return JSON.parse(value);
         } catch (e) {
@@ -35,8 +36,18 @@
         }
       });
     };
-    Object.defineProperty(tools, name, { value: call, enumerable: true });
+    let home = tools;
+    if (group !== undefined && group !== null) {
+      if (!Object.prototype.hasOwnProperty.call(tools, group)) {
+        const g = Object.create(null);
+        Object.defineProperty(tools, group, { value: g, enumerable: true });
+        groups.push(g);
+      }
+      home = tools[group];
+    }
+    Object.defineProperty(home, member, { value: call, enumerable: true });
   }
+  for (const g of groups) Object.freeze(g);
   Object.freeze(tools);
   const setTimeout = (fn, ms, ...args) => {
     if (typeof fn !== "function") throw new TypeError("setTimeout needs a function");

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use rquickjs::context::EvalOptions;
 use rquickjs::{Array, Context, Ctx, Exception, Function, Promise, Runtime, Value};
-use spillway_registry::run_code::{CodeRunFailed, CodeValue, Limit};
+use spillway_registry::run_code::{Callable, CodeRunFailed, CodeValue, Limit, NestedValue};
 
 use crate::alloc::Counted;
 use crate::limits::Limits;
@@ -35,10 +35,10 @@ pub(crate) enum ToHost {
     },
 }
 
-/// A nested call's value: its text, or its error text.
+/// A nested call's value, or its error text.
 pub(crate) struct Completion {
     pub(crate) id: u64,
-    pub(crate) result: Result<String, String>,
+    pub(crate) result: Result<NestedValue, String>,
 }
 
 /// Log bytes gathered before they go to the host in one message.
@@ -93,7 +93,7 @@ struct Shared<'js> {
 /// stack limit and room to spare.
 pub(crate) fn run(
     code: &str,
-    tools: &[(String, bool)],
+    tools: &[Callable],
     limits: &Limits,
     cancel: Arc<AtomicUsize>,
     to_host: SyncSender<ToHost>,
@@ -176,7 +176,7 @@ impl Run<'_> {
         &self,
         ctx: &Ctx<'js>,
         code: &str,
-        tools: &[(String, bool)],
+        tools: &[Callable],
         logs: &Rc<RefCell<Logs>>,
         shared: &Rc<RefCell<Shared<'js>>>,
     ) -> Result<Option<CodeValue>, CodeRunFailed> {
@@ -277,15 +277,16 @@ impl Run<'_> {
         let Some(resolve) = shared.borrow_mut().pending.remove(&c.id) else {
             return Ok(());
         };
-        let (ok, text) = match c.result {
-            Ok(t) => (true, t),
-            Err(t) => (false, t),
+        let (ok, text, json) = match c.result {
+            Ok(v) => (true, v.text, v.json),
+            Err(t) => (false, t, false),
         };
         let len = text.len();
         let made = (|| -> rquickjs::Result<Array<'js>> {
             let pair = Array::new(ctx.clone())?;
             pair.set(0, ok)?;
             pair.set(1, rquickjs::String::from_str(ctx.clone(), &text)?)?;
+            pair.set(2, json)?;
             Ok(pair)
         })();
         drop(text);
@@ -400,7 +401,7 @@ impl Run<'_> {
     fn install<'js>(
         &self,
         ctx: &Ctx<'js>,
-        tools: &[(String, bool)],
+        tools: &[Callable],
         logs: &Rc<RefCell<Logs>>,
         shared: &Rc<RefCell<Shared<'js>>>,
     ) -> rquickjs::Result<()> {
@@ -461,11 +462,13 @@ impl Run<'_> {
             }
         })?;
         let list = Array::new(ctx.clone())?;
-        for (i, (name, json)) in tools.iter().enumerate() {
-            let pair = Array::new(ctx.clone())?;
-            pair.set(0, name.as_str())?;
-            pair.set(1, *json)?;
-            list.set(i, pair)?;
+        for (i, t) in tools.iter().enumerate() {
+            let entry = Array::new(ctx.clone())?;
+            entry.set(0, t.name.as_str())?;
+            entry.set(1, t.json)?;
+            entry.set(2, t.group.as_deref())?;
+            entry.set(3, t.member.as_str())?;
+            list.set(i, entry)?;
         }
         prelude.call::<_, ()>((log, call, timer, clear, list))
     }

@@ -58,6 +58,24 @@ impl Tool for Big {
     }
 }
 
+/// A tool of a group, as a proxy in front of several servers has them:
+/// `tools.gh["search-issues"]`, whose value is a JSON value.
+struct Grouped;
+impl Tool for Grouped {
+    fn name(&self) -> &str {
+        "gh/search-issues"
+    }
+    fn group(&self) -> Option<&str> {
+        Some("gh")
+    }
+    fn member(&self) -> &str {
+        "search-issues"
+    }
+    fn execute(&self, _cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
+        Ok(Rendered::Json(json!({"query": args["q"], "hits": [1, 2]})))
+    }
+}
+
 fn harness_with(budget: u64, limits: Limits) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("store")).unwrap();
@@ -77,6 +95,7 @@ fn harness_with(budget: u64, limits: Limits) -> Harness {
         .tool(SpillGrep)
         .tool(Twice)
         .tool(Big)
+        .tool(Grouped)
         .build();
     Harness { registry, dir }
 }
@@ -324,6 +343,23 @@ fn a_50_mb_nested_value_reaches_the_program_whole_and_the_result_is_bounded() {
     let (content, spills) = bounded.unwrap();
     assert!(content[0].as_text().unwrap().len() <= 4096);
     assert_eq!(spills.len(), 1);
+}
+
+#[test]
+fn grouped_tools_are_reached_by_group_and_json_values_come_parsed() {
+    let h = harness();
+    let r = run(
+        &h,
+        "c1",
+        "const v = await tools.gh['search-issues']({q: 'bug'}); return [v.query, v.hits.length, Object.isFrozen(tools.gh)];",
+    );
+    assert_eq!(text(&r), r#"["bug",2,true]"#);
+    let sdk = h.registry.sdk();
+    assert!(
+        sdk.contains("  gh: {\n    \"search-issues\"(args: "),
+        "{sdk}"
+    );
+    assert!(sdk.contains("\n  bash(args: {"), "{sdk}");
 }
 
 // ---- streaming and bounds ----

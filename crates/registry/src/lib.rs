@@ -182,6 +182,9 @@ pub enum Rendered {
     Blocks(Vec<Block>),
     /// Text that was streamed through a spill stage.
     Streamed(Outcome),
+    /// A JSON value: the model gets it as compact JSON text (bounded as
+    /// any text), a program gets the value itself.
+    Json(Value),
 }
 
 /// Why a tool call failed. Becomes error content.
@@ -223,6 +226,18 @@ pub trait Tool: Send + Sync {
     /// ([`Registry::sdk`]). Default: nothing said.
     fn description(&self) -> Option<&str> {
         None
+    }
+
+    /// The group a program reaches it in, `tools.<group>.<member>` (the
+    /// MCP server it comes from, when a proxy fronts several). Default:
+    /// none, `tools.<member>`.
+    fn group(&self) -> Option<&str> {
+        None
+    }
+
+    /// The name a program calls it by within its group. Default: its name.
+    fn member(&self) -> &str {
+        self.name()
     }
 
     /// The JSON Schema of its arguments. Default: any object.
@@ -423,13 +438,21 @@ impl Registry {
     /// `run_code` itself, from its name, description and schemas (see
     /// [`sdk::declaration`]).
     pub fn sdk(&self) -> String {
-        let specs: Vec<sdk::ToolSpec> = self
-            .tools
-            .values()
-            .filter(|t| t.name() != "run_code")
-            .map(|t| spec_of(t.as_ref()))
+        let mut top = Vec::new();
+        let mut groups: BTreeMap<&str, Vec<sdk::ToolSpec>> = BTreeMap::new();
+        for t in self.tools.values().filter(|t| t.name() != "run_code") {
+            let mut spec = spec_of(t.as_ref());
+            spec.name = t.member().to_owned();
+            match t.group() {
+                Some(g) => groups.entry(g).or_default().push(spec),
+                None => top.push(spec),
+            }
+        }
+        let groups: Vec<(String, Vec<sdk::ToolSpec>)> = groups
+            .into_iter()
+            .map(|(g, specs)| (g.to_owned(), specs))
             .collect();
-        sdk::declaration(&specs)
+        sdk::declaration_mixed(&top, &groups)
     }
 
     /// The tools a model is shown in `mode`, in name order; `run_code`'s
@@ -706,6 +729,7 @@ impl Registry {
         let scanned = std::mem::take(&mut cx.scanned);
         let (mut content, mut is_error, mut streamed) = match executed {
             Ok(Rendered::Blocks(b)) => (b, false, None),
+            Ok(Rendered::Json(v)) => (vec![Block::text(v.to_string())], false, None),
             Ok(Rendered::Streamed(o)) => (vec![Block::text(o.content.clone())], false, Some(o)),
             // A program's failure went through the stage with its logs.
             Err(ToolError::CodeRunFailed(CodeRunFailed {

@@ -380,7 +380,7 @@ impl Dispatcher<'_> {
     /// # Errors
     ///
     /// The tool's error, as text.
-    pub fn run(&self, call: NestedCall) -> Result<String, String> {
+    pub fn run(&self, call: NestedCall) -> Result<NestedValue, String> {
         let signal = Arc::new(AtomicUsize::new(0));
         {
             let mut live = lock(&self.stop.live);
@@ -427,12 +427,27 @@ impl fmt::Debug for Dispatcher<'_> {
     }
 }
 
+/// A nested call's complete value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NestedValue {
+    /// Its text: the tool's output, or a JSON value written as JSON.
+    pub text: String,
+    /// Whether `text` is a JSON value the tool produced
+    /// ([`Rendered::Json`]): a program gets it parsed.
+    pub json: bool,
+}
+
 /// A tool a program can call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Callable {
-    /// Its name: `tools.<name>` in the program.
+    /// Its name in the registry.
     pub name: String,
+    /// Its group: the program calls it as `tools.<group>.<member>`.
+    pub group: Option<String>,
+    /// The name the program calls it by (within its group).
+    pub member: String,
     /// Whether its value is JSON (its output schema says a type other than
     /// `string`): a program then gets the parsed value, else the text.
     pub json: bool,
@@ -501,7 +516,7 @@ impl<'a> CodeHost<'a> {
     /// The tool's error, as text.
     pub fn call(&mut self, tool: &str, args: Value) -> Result<String, String> {
         let call = self.start(tool, args);
-        self.dispatcher.run(call)
+        self.dispatcher.run(call).map(|v| v.text)
     }
 
     /// Starts a nested call: gives it the next number and writes
@@ -635,6 +650,8 @@ impl<R: CodeRuntime> Tool for RunCode<R> {
                 .filter(|t| t.name() != "run_code")
                 .map(|t| Callable {
                     name: t.name().to_owned(),
+                    group: t.group().map(str::to_owned),
+                    member: t.member().to_owned(),
                     json: t
                         .output_schema()
                         .is_some_and(|s| s.get("type").is_some_and(|t| t != "string")),
@@ -693,7 +710,7 @@ fn nested_run(
     tool: &str,
     args: Value,
     signal: Arc<AtomicUsize>,
-) -> Result<String, String> {
+) -> Result<NestedValue, String> {
     let sub_call_id = sub_call_id(parent, n);
     let call = ToolCall::new(sub_call_id.clone(), tool, args.clone());
     let executed = if tool == "run_code" {
@@ -713,13 +730,15 @@ fn nested_run(
             t.execute(&mut cx, &args)
         })
     };
-    let (text, is_error) = match executed {
-        Ok(Rendered::Blocks(b)) => (
-            text_of(&b).unwrap_or_else(|| serde_json::to_string(&b).unwrap_or_default()),
-            false,
-        ),
-        Ok(Rendered::Streamed(o)) => (o.content, false),
-        Err(e) => (e.to_string(), true),
+    let (text, is_error, json) = match executed {
+        Ok(Rendered::Blocks(b)) => match text_of(&b) {
+            Some(t) => (t, false, false),
+            // Not all text: the program gets the blocks as JSON.
+            None => (serde_json::to_string(&b).unwrap_or_default(), false, true),
+        },
+        Ok(Rendered::Json(v)) => (v.to_string(), false, true),
+        Ok(Rendered::Streamed(o)) => (o.content, false, false),
+        Err(e) => (e.to_string(), true, false),
     };
     let bounded = match reg.spiller_for(tool).apply(text.as_bytes()) {
         Ok(o) => o,
@@ -737,7 +756,7 @@ fn nested_run(
     if is_error {
         Err(text)
     } else {
-        Ok(text)
+        Ok(NestedValue { text, json })
     }
 }
 

@@ -49,6 +49,20 @@ pub fn declaration_by_server(servers: &[(String, Vec<ToolSpec>)]) -> String {
     out
 }
 
+/// The declaration of tools of no server as `tools.<name>(args)` and of
+/// each server's as `tools.<server>.<name>(args)`, in one `tools`.
+pub fn declaration_mixed(top: &[ToolSpec], servers: &[(String, Vec<ToolSpec>)]) -> String {
+    let mut out = String::from("declare const tools: {\n");
+    members(top, 1, &mut out);
+    for (server, tools) in servers {
+        out.push_str(&format!("  {}: {{\n", key(server)));
+        members(tools, 2, &mut out);
+        out.push_str("  };\n");
+    }
+    out.push_str("};\n");
+    out
+}
+
 fn members(tools: &[ToolSpec], level: usize, out: &mut String) {
     let pad = "  ".repeat(level);
     for t in tools {
