@@ -423,7 +423,9 @@ pub enum McpCommand {
     /// two tools are added that read what was stored.
     #[command(after_help = "Examples:\n  \
         spillway mcp proxy -- npx -y @modelcontextprotocol/server-everything\n  \
-        spillway mcp proxy --max-inline-bytes 16KiB --tool-prefix big_ -- python3 my_server.py")]
+        spillway mcp proxy --max-inline-bytes 16KiB --tool-prefix big_ -- python3 my_server.py\n  \
+        spillway mcp proxy --code-mode -- npx -y @modelcontextprotocol/server-everything\n  \
+        spillway mcp proxy --code-mode --servers ~/.cursor/mcp.json --session-log session.jsonl")]
     Proxy(McpProxyArgs),
     /// An MCP server on stdio with the tools `run` (a shell command, bounded),
     /// `run_code` (a JavaScript program that calls the other tools),
@@ -438,6 +440,27 @@ pub enum McpCommand {
 pub struct McpProxyArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
+    /// Code Mode: offer `run_code`, a JavaScript program that calls the
+    /// upstream tools (`tools.<tool>(args)`, or `tools.<server>.<tool>(args)`
+    /// with several servers), instead of relaying them.
+    #[arg(long)]
+    pub code_mode: bool,
+    /// With --code-mode: the upstream servers, from a file in the
+    /// `mcpServers` format (`{"mcpServers": {"name": {"command", "args",
+    /// "env"}}}`), instead of one CMD.
+    #[arg(long, value_name = "FILE", requires = "code_mode")]
+    pub servers: Option<PathBuf>,
+    /// With --code-mode: what the client is shown. `ptc`: run_code and the
+    /// spill tools; `both`: the upstream tools too; `native`: the plain
+    /// proxy.
+    #[arg(long, value_enum, default_value = "ptc", requires = "code_mode")]
+    pub present: PresentArg,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// With --code-mode: append each run_code call, its dispatch events and
+    /// its result to this session log.
+    #[arg(long, value_name = "FILE", requires = "code_mode")]
+    pub session_log: Option<PathBuf>,
     /// Put this before the added tools' names (`spill_read`, `spill_grep`)
     /// so that they cannot collide with the server's.
     #[arg(long, value_name = "PREFIX", default_value = "spillway_")]
@@ -448,8 +471,15 @@ pub struct McpProxyArgs {
     #[arg(long, value_name = "DURATION", default_value = "2s")]
     pub kill_grace: HumanDuration,
     /// The MCP server's command and its arguments.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(last = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PresentArg {
+    Ptc,
+    Both,
+    Native,
 }
 
 #[derive(Args, Debug)]

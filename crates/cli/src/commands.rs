@@ -23,7 +23,7 @@ use spillway_registry::ToolCall;
 
 use super::args::{
     ApplyArgs, Cli, CodeArgs, Command, ConfigArgs, GcArgs, GrepArgs, JsonArg, LimitArgs,
-    McpCommand, McpProxyArgs, McpServeArgs, RunArgs, ShowArgs, VerifyArgs,
+    McpCommand, McpProxyArgs, McpServeArgs, PresentArg, RunArgs, ShowArgs, VerifyArgs,
 };
 use super::config::{self, Effective};
 use super::emit;
@@ -56,6 +56,7 @@ pub fn run(cli: Cli) -> Result<i32> {
     let limit_flags = match &cli.command {
         Command::Code(a) => Some(&a.limits),
         Command::Mcp(McpCommand::Serve(a)) => Some(&a.limits),
+        Command::Mcp(McpCommand::Proxy(a)) => Some(&a.limits),
         _ => None,
     };
     if let Some(Err(e)) = limit_flags.map(limits) {
@@ -100,6 +101,15 @@ fn mcp_spiller(eff: &Effective, store: &Store, names: &spillway_mcp::ToolNames) 
 fn mcp_proxy(eff: &Effective, store: &Store, args: McpProxyArgs) -> Result<i32> {
     let names = spillway_mcp::ToolNames::with_prefix(&args.tool_prefix);
     let spiller = mcp_spiller(eff, store, &names)?;
+    if args.code_mode && args.present != PresentArg::Native {
+        return mcp_code_proxy(spiller, args);
+    }
+    if args.command.is_empty() {
+        eprintln!(
+            "spillway: mcp proxy needs the server's command after `--` (see spillway --help)"
+        );
+        return Ok(2);
+    }
     let mut opts = spillway_mcp::proxy::ProxyOptions::new(spiller, &args.tool_prefix);
     opts.names = names;
     // SIGTERM and Ctrl-C (how harnesses stop MCP servers) are passed on to
@@ -141,6 +151,48 @@ fn mcp_serve(eff: &Effective, store: &Store, args: McpServeArgs) -> Result<i32> 
     let mut stdin = io::BufReader::with_capacity(1 << 20, io::stdin());
     spillway_mcp::server::serve_with(&opts, &mut stdin, Box::new(io::stdout()))
         .context("mcp serve")?;
+    Ok(0)
+}
+
+fn mcp_code_proxy(spiller: Spiller, args: McpProxyArgs) -> Result<i32> {
+    use spillway_mcp::ServerSpec;
+    let servers = match (&args.servers, args.command.is_empty()) {
+        (Some(file), true) => {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("read {}", file.display()))?;
+            ServerSpec::from_config(&text).map_err(|e| anyhow!("{}: {e}", file.display()))?
+        }
+        (None, false) => {
+            let command = args.command[0].to_string_lossy().into_owned();
+            let name = std::path::Path::new(&command)
+                .file_name()
+                .map_or("server".into(), |n| n.to_string_lossy().into_owned());
+            let rest = args.command[1..]
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            vec![ServerSpec::new(name, command, rest)]
+        }
+        (Some(_), false) => {
+            eprintln!("spillway: mcp proxy --code-mode takes --servers FILE or a command after `--`, not both (see spillway --help)");
+            return Ok(2);
+        }
+        (None, true) => {
+            eprintln!("spillway: mcp proxy --code-mode needs --servers FILE or the server's command after `--` (see spillway --help)");
+            return Ok(2);
+        }
+    };
+    let mut opts =
+        spillway_mcp::code_proxy::CodeProxyOptions::new(spiller, &args.tool_prefix, servers);
+    opts.present = match args.present {
+        PresentArg::Both => spillway_registry::Presentation::Both,
+        _ => spillway_registry::Presentation::Ptc,
+    };
+    opts.limits = limits(&args.limits)?;
+    opts.session_log = session_log(args.session_log.as_deref())?;
+    opts.grace = args.kill_grace.get();
+    let mut stdin = io::BufReader::with_capacity(1 << 20, io::stdin());
+    spillway_mcp::code_proxy::run(opts, &mut stdin, Box::new(io::stdout())).context("mcp proxy")?;
     Ok(0)
 }
 

@@ -17,10 +17,13 @@
 
 mod bound;
 mod code;
+pub mod code_proxy;
 pub mod proxy;
 mod rpc;
 pub mod server;
 mod tools;
+mod upstream;
 
 pub use bound::bound_result;
 pub use tools::ToolNames;
+pub use upstream::ServerSpec;

@@ -368,3 +368,105 @@ async def test_server_everything_oversized_text_comes_back_bounded(store: str) -
         assert "spill_read" in texts(whole)[0]  # a page of it, with the continuation
         whole, pages = await read_pages(via, f"spillway://{ident}", 1024)
         assert whole.endswith(message) and pages > 1
+
+
+# --- spillway mcp proxy --code-mode ------------------------------------------
+
+
+def code_mode(store: str, *rest: str, budget: int = BUDGET) -> tuple[str, list[str]]:
+    return SPILLWAY, ["--store", store, "mcp", "proxy", "--code-mode", "--max-inline-bytes", str(budget), *rest]
+
+
+async def run_code(s: ClientSession, code: str) -> tuple[str, bool]:
+    result = await s.call_tool("run_code", {"code": code})
+    (text,) = texts(result)
+    return text, bool(result.is_error)
+
+
+async def test_code_mode_runs_programs_over_one_server(store: str, tmp_path: Path) -> None:
+    log = tmp_path / "session.jsonl"
+    command, args = code_mode(
+        store, "--memory", "512MiB", "--timeout", "20s", "--session-log", str(log), "--", *big_server()
+    )
+    async with session(command, args) as s:
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        assert set(tools) == {"run_code", "spillway_spill_read", "spillway_spill_grep"}
+        sdk = tools["run_code"].description
+        # The SDK names every upstream tool with its parameters.
+        for name in ["big_text", "big_structured", "picture_with_caption", "fail_loudly"]:
+            assert f"  {name}(args: {{" in sdk, sdk
+        assert "lines: number;" in sdk and "rows: number;" in sdk
+        # A declared output schema types the value: the SDK wraps a string.
+        assert "result: string;" in sdk
+
+        # Parallel calls; structured content comes as a value.
+        text, err = await run_code(s, (
+            "const [a, b] = await Promise.all([tools.big_text({lines: 10}), tools.big_structured({rows: 3})]);\n"
+            "return {lines: a.result.split('\\n').length, total: b.total, second: b.rows[1].name};"
+        ))
+        assert not err, text
+        assert json.loads(text) == {"lines": 11, "total": 3, "second": "row 1"}
+
+        # A 50 MB nested result, whole to the program, filtered to one line.
+        text, err = await run_code(s, (
+            "const out = (await tools.big_text({lines: 3000000})).result;\n"
+            "print('bytes', out.length);\n"
+            "return out.split('\\n').filter(l => l.includes('FAILED'));"
+        ))
+        assert not err, text
+        first, result = text.split("\n", 1)
+        assert int(first.split()[1]) > 50_000_000
+        assert json.loads(result) == ["test_1500001 ... FAILED: expected 1, got 2"]
+
+        # A large JSON value: its preview is JSON, and its markers read back.
+        text, err = await run_code(s, "return (await tools.big_structured({rows: 5000})).rows;")
+        assert not err and len(text.encode()) <= BUDGET
+        preview = json.loads(text)
+        assert preview[0] == {"id": 0, "name": "row 0", "ok": True}
+        marker = next(v for v in preview if isinstance(v, str) and "spillway_spill_read" in v)
+        m = re.search(r'spillway_spill_read\(id="([^"]+)", pointer="([^"]*)"\)', marker)
+        assert m, marker
+        read = await s.call_tool("spillway_spill_read", {"id": m.group(1), "pointer": m.group(2)})
+        assert not read.is_error, texts(read)
+
+        # A nested error is an Error the program can catch.
+        text, err = await run_code(s, (
+            "try { await tools.fail_loudly({lines: 3}); return 'no error'; }\n"
+            "catch (e) { return e.message.split('\\n').pop(); }"
+        ))
+        assert (text, err) == ("ValueError: the last line", False)
+
+        # Past the time limit: CODE_RUN_FAILED with the logs so far.
+        text, err = await run_code(s, "print('spinning'); while (true) {}")
+        assert err and text == "spinning\nCODE_RUN_FAILED: the program ran past its wall-time limit of 20 s"
+
+    events = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    kinds = [e["type"] for e in events]
+    assert kinds.count("tool/call") == kinds.count("tool/result") == 5
+    assert kinds.count("tool/code-dispatch-start") == kinds.count("tool/code-dispatch") == 5
+
+
+async def test_code_mode_over_several_servers_from_a_file(store: str, tmp_path: Path) -> None:
+    servers = tmp_path / "mcp.json"
+    servers.write_text(json.dumps({"mcpServers": {
+        "big": {"command": sys.executable, "args": [str(HERE / "big_server.py")]},
+        "everything": {"command": EVERYTHING, "args": [], "env": {"SPILLWAY_TEST": "1"}},
+    }}))
+    command, args = code_mode(store, "--servers", str(servers), "--present", "both")
+    async with session(command, args) as s:
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        sdk = tools["run_code"].description
+        assert "  big: {\n" in sdk and "  everything: {\n" in sdk
+        assert "    big_text(args: {" in sdk and "    echo(args: {" in sdk
+        # With --present both the upstream tools are listed too.
+        assert "big.big_text" in tools and "everything.echo" in tools
+        text, err = await run_code(s, (
+            "const [e, t] = await Promise.all([tools.everything.echo({message: 'hi'}), tools.big.big_text({lines: 2})]);\n"
+            "return [e, t.result.split('\\n')[0]];"
+        ))
+        assert not err, text
+        echoed, first = json.loads(text)
+        assert "hi" in json.dumps(echoed) and first == "test_1 ... ok"
+        direct = await s.call_tool("big.big_text", {"lines": 100000})
+        (t,) = texts(direct)
+        assert len(t.encode()) <= BUDGET and "spillway_spill_read" in t
