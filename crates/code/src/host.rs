@@ -29,6 +29,8 @@ pub(crate) fn run(
 ) -> Result<Option<CodeValue>, CodeRunFailed> {
     let tools = host.tools().to_vec();
     let cancel = host.cancellation();
+    // Set by a worker when a nested call's tool is gone: the run ends.
+    let abort = Arc::new(sandbox::Abort::default());
     let dispatcher = host.dispatcher();
     let (to_host, from_program) = mpsc::sync_channel::<ToHost>(QUEUE);
     // Values wait here until the program takes them; a full queue holds
@@ -38,8 +40,9 @@ pub(crate) fn run(
         let program = std::thread::Builder::new()
             .name("run_code".into())
             .stack_size(limits.stack() + STACK_ROOM)
-            .spawn_scoped(s, move || {
-                sandbox::run(code, &tools, limits, cancel, to_host, done_rx)
+            .spawn_scoped(s, {
+                let abort = abort.clone();
+                move || sandbox::run(code, &tools, limits, cancel, &abort, to_host, done_rx)
             });
         let program = match program {
             Ok(p) => p,
@@ -64,6 +67,7 @@ pub(crate) fn run(
                         workers += 1;
                         let (jobs, idle, done) = (jobs_rx.clone(), idle.clone(), done_tx.clone());
                         let d = dispatcher.clone();
+                        let abort = abort.clone();
                         let spawned = std::thread::Builder::new()
                             .name("run_code-call".into())
                             .spawn_scoped(s, move || loop {
@@ -75,6 +79,9 @@ pub(crate) fn run(
                                 idle.fetch_sub(1, Ordering::SeqCst);
                                 let Ok((id, call)) = job else { return };
                                 let result = d.run(call);
+                                if let Some(why) = d.fatal() {
+                                    abort.set(why);
+                                }
                                 // The program may have ended: nobody waits.
                                 let _ = done.send(Completion { id, result });
                             });

@@ -41,6 +41,34 @@ pub(crate) struct Completion {
     pub(crate) result: Result<NestedValue, String>,
 }
 
+/// Why the run must end now, set from another thread (a nested call's
+/// tool is gone).
+#[derive(Default)]
+pub(crate) struct Abort {
+    set: AtomicBool,
+    why: std::sync::Mutex<Option<String>>,
+}
+
+impl Abort {
+    pub(crate) fn set(&self, why: String) {
+        self.why
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get_or_insert(why);
+        self.set.store(true, Ordering::SeqCst);
+    }
+
+    fn reason(&self) -> Option<String> {
+        if !self.set.load(Ordering::SeqCst) {
+            return None;
+        }
+        self.why
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
 /// Log bytes gathered before they go to the host in one message.
 const LOG_BATCH: usize = 64 << 10;
 
@@ -96,6 +124,7 @@ pub(crate) fn run(
     tools: &[Callable],
     limits: &Limits,
     cancel: Arc<AtomicUsize>,
+    abort: &Arc<Abort>,
     to_host: SyncSender<ToHost>,
     done: Receiver<Completion>,
 ) -> Result<Option<CodeValue>, CodeRunFailed> {
@@ -107,9 +136,11 @@ pub(crate) fn run(
     let rt =
         Runtime::new_with_alloc(Counted::new(limits.memory(), refused.clone())).map_err(engine)?;
     rt.set_max_stack_size(limits.stack());
-    let stop = cancel.clone();
+    let (stop, aborted) = (cancel.clone(), abort.clone());
     rt.set_interrupt_handler(Some(Box::new(move || {
-        stop.load(Ordering::Relaxed) != 0 || Instant::now() >= deadline
+        stop.load(Ordering::Relaxed) != 0
+            || aborted.set.load(Ordering::Relaxed)
+            || Instant::now() >= deadline
     })));
     let ctx = Context::full(&rt).map_err(engine)?;
     let logs = Rc::new(RefCell::new(Logs {
@@ -118,6 +149,7 @@ pub(crate) fn run(
         to_host: to_host.clone(),
     }));
     let run = Run {
+        abort,
         refused: &refused,
         limits,
         deadline,
@@ -146,6 +178,7 @@ pub(crate) fn run(
 }
 
 struct Run<'r> {
+    abort: &'r Abort,
     /// Set when the allocator refused memory past the limit.
     refused: &'r AtomicBool,
     limits: &'r Limits,
@@ -158,6 +191,9 @@ struct Run<'r> {
 impl Run<'_> {
     /// The failure when the run is past its time or was cancelled.
     fn stopped(&self) -> Option<CodeRunFailed> {
+        if let Some(why) = self.abort.reason() {
+            return Some(CodeRunFailed::new(why));
+        }
         if self.cancel.load(Ordering::SeqCst) != 0 {
             return Some(CodeRunFailed::new("the call was cancelled"));
         }
@@ -258,7 +294,13 @@ impl Run<'_> {
                 .saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(50));
             match self.done.recv_timeout(wait) {
-                Ok(c) => self.settle(ctx, shared, c)?,
+                Ok(c) => {
+                    // A run that must end gives its program nothing more.
+                    if let Some(f) = self.stopped() {
+                        return Err(f);
+                    }
+                    self.settle(ctx, shared, c)?
+                }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err(CodeRunFailed::new("the host stopped serving nested calls"))

@@ -76,6 +76,17 @@ impl Tool for Grouped {
     }
 }
 
+/// A tool whose backend is gone.
+struct Gone;
+impl Tool for Gone {
+    fn name(&self) -> &str {
+        "gone"
+    }
+    fn execute(&self, _cx: &mut Cx<'_>, _args: &Value) -> Result<Rendered, ToolError> {
+        Err(ToolError::Unavailable("the server exited".into()))
+    }
+}
+
 fn harness_with(budget: u64, limits: Limits) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("store")).unwrap();
@@ -96,6 +107,7 @@ fn harness_with(budget: u64, limits: Limits) -> Harness {
         .tool(Twice)
         .tool(Big)
         .tool(Grouped)
+        .tool(Gone)
         .build();
     Harness { registry, dir }
 }
@@ -360,6 +372,19 @@ fn grouped_tools_are_reached_by_group_and_json_values_come_parsed() {
         "{sdk}"
     );
     assert!(sdk.contains("\n  bash(args: {"), "{sdk}");
+}
+
+#[test]
+fn a_tool_that_is_gone_fails_the_run_even_when_caught() {
+    let h = harness();
+    let r = run(
+        &h,
+        "c1",
+        "print('before'); try { await tools.gone({}); } catch (e) { print('caught'); } return 'after';",
+    );
+    assert!(r.is_error);
+    assert_eq!(text(&r), "before\nCODE_RUN_FAILED: the server exited");
+    next_run_works(&h);
 }
 
 // ---- streaming and bounds ----

@@ -225,7 +225,7 @@ impl Front {
                                 json!({"name": t.member, "arguments": args}),
                                 Some(&signal),
                             )
-                            .map_err(|e| (rpc::INVALID_PARAMS, e))?;
+                            .map_err(|e| (rpc::INVALID_PARAMS, e.to_string()))?;
                         crate::bound_result(
                             &self.opts.spiller,
                             &self.opts.names,

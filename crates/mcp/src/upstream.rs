@@ -94,6 +94,23 @@ impl ServerSpec {
     }
 }
 
+/// Why a request to a server got no answer.
+#[derive(Clone, Debug)]
+pub(crate) enum Failure {
+    /// The server is gone (it exited, or cannot be started).
+    Gone(String),
+    /// It answered with an error, or the request was cancelled.
+    Error(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Gone(m) | Failure::Error(m) => f.write_str(m),
+        }
+    }
+}
+
 /// How long the handshake with a server may take.
 const HANDSHAKE: Duration = Duration::from_secs(60);
 
@@ -101,7 +118,7 @@ const HANDSHAKE: Duration = Duration::from_secs(60);
 struct Conn {
     child: Mutex<Child>,
     to: Out,
-    pending: Mutex<HashMap<u64, mpsc::Sender<Result<Value, String>>>>,
+    pending: Mutex<HashMap<u64, mpsc::Sender<Result<Value, Failure>>>>,
     next: AtomicU64,
     alive: AtomicBool,
 }
@@ -143,7 +160,7 @@ impl Upstream {
 
     /// The live connection, started (with the handshake) when there is
     /// none or the last one died.
-    fn conn(&self) -> Result<Arc<Conn>, String> {
+    fn conn(&self) -> Result<Arc<Conn>, Failure> {
         let mut slot = lock(&self.conn);
         if let Some(c) = slot.as_ref().filter(|c| c.alive.load(Ordering::SeqCst)) {
             return Ok(c.clone());
@@ -151,9 +168,9 @@ impl Upstream {
         if let Some(old) = slot.take() {
             let _ = spillway_process::stop::stop(&mut lock(&old.child), Duration::ZERO);
         }
-        let c = self
-            .start()
-            .map_err(|e| format!("cannot start the server {}: {e}", self.spec.name))?;
+        let c = self.start().map_err(|e| {
+            Failure::Gone(format!("cannot start the server {}: {e}", self.spec.name))
+        })?;
         let init = Self::send(
             &c,
             "initialize",
@@ -167,10 +184,10 @@ impl Upstream {
         );
         if let Err(e) = init {
             let _ = spillway_process::stop::stop(&mut lock(&c.child), Duration::ZERO);
-            return Err(format!(
+            return Err(Failure::Gone(format!(
                 "the server {} did not initialize: {e}",
                 self.spec.name
-            ));
+            )));
         }
         let _ =
             c.to.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
@@ -239,10 +256,11 @@ impl Upstream {
                         let Some(id) = id.as_u64() else { continue };
                         if let Some(tx) = lock(&c.pending).remove(&id) {
                             let answer = match msg.get("error") {
-                                Some(e) => Err(e
-                                    .get("message")
-                                    .and_then(Value::as_str)
-                                    .map_or_else(|| e.to_string(), str::to_owned)),
+                                Some(e) => Err(Failure::Error(
+                                    e.get("message")
+                                        .and_then(Value::as_str)
+                                        .map_or_else(|| e.to_string(), str::to_owned),
+                                )),
                                 None => Ok(msg.get("result").cloned().unwrap_or(Value::Null)),
                             };
                             let _ = tx.send(answer);
@@ -254,7 +272,7 @@ impl Upstream {
             // The server closed its output: it is gone.
             c.alive.store(false, Ordering::SeqCst);
             for (_, tx) in lock(&c.pending).drain() {
-                let _ = tx.send(Err(format!("the server {name} exited")));
+                let _ = tx.send(Err(Failure::Gone(format!("the server {name} exited"))));
             }
         });
         Ok(conn)
@@ -268,21 +286,23 @@ impl Upstream {
         params: Value,
         cancel: Option<&AtomicUsize>,
         timeout: Option<Duration>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, Failure> {
         let id = c.next.fetch_add(1, Ordering::SeqCst) + 1;
         let (tx, rx) = mpsc::channel();
         lock(&c.pending).insert(id, tx);
         if !c.alive.load(Ordering::SeqCst) {
             lock(&c.pending).remove(&id);
-            return Err("the server exited".into());
+            return Err(Failure::Gone("the server exited".into()));
         }
         c.to.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .map_err(|e| format!("cannot write to the server: {e}"))?;
+            .map_err(|e| Failure::Gone(format!("cannot write to the server: {e}")))?;
         let started = std::time::Instant::now();
         loop {
             match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(answer) => return answer,
-                Err(mpsc::RecvTimeoutError::Disconnected) => return Err("the server exited".into()),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(Failure::Gone("the server exited".into()))
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
             let cancelled = cancel.is_some_and(|s| s.load(Ordering::SeqCst) != 0);
@@ -291,11 +311,11 @@ impl Upstream {
                 lock(&c.pending).remove(&id);
                 let _ = c.to.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                           "params": {"requestId": id, "reason": "the program ended"}}));
-                return Err(if cancelled {
+                return Err(Failure::Error(if cancelled {
                     "cancelled".into()
                 } else {
                     "the server did not answer in time".into()
-                });
+                }));
             }
         }
     }
@@ -306,13 +326,13 @@ impl Upstream {
         method: &str,
         params: Value,
         cancel: Option<&AtomicUsize>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, Failure> {
         let c = self.conn()?;
         Self::send(&c, method, params, cancel, None)
     }
 
     /// Every tool the server lists, page by page.
-    pub(crate) fn tools(&self) -> Result<Vec<Value>, String> {
+    pub(crate) fn tools(&self) -> Result<Vec<Value>, Failure> {
         self.changed.store(false, Ordering::SeqCst);
         let mut all = Vec::new();
         let mut cursor: Option<Value> = None;
@@ -417,7 +437,11 @@ impl Tool for UpstreamTool {
                 json!({"name": self.member, "arguments": args}),
                 Some(cx.signal()),
             )
-            .map_err(ToolError::Failed)?;
+            .map_err(|e| match e {
+                // The server is gone: the program that called it fails.
+                Failure::Gone(m) => ToolError::Unavailable(m),
+                Failure::Error(m) => ToolError::Failed(m),
+            })?;
         let content = result.get("content").cloned().unwrap_or_else(|| json!([]));
         let texts: Option<Vec<&str>> = content.as_array().map(|blocks| {
             blocks

@@ -2,6 +2,7 @@
 whose tools return what MCP clients choke on: large text, large structured
 content, images beside text, and errors."""
 
+import os
 import sys
 from typing import Any
 
@@ -44,6 +45,12 @@ def picture_with_caption(caption_lines: int) -> list[Any]:
 def fail_loudly(lines: int) -> str:
     """Fails with a long message."""
     raise ToolError("\n".join(f"traceback frame {i}" for i in range(lines)) + "\nValueError: the last line")
+
+
+@server.tool(structured_output=False)
+def die() -> str:
+    """Exits the server at once, as a crash would."""
+    os._exit(3)
 
 
 if __name__ == "__main__":

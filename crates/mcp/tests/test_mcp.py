@@ -436,14 +436,25 @@ async def test_code_mode_runs_programs_over_one_server(store: str, tmp_path: Pat
         ))
         assert (text, err) == ("ValueError: the last line", False)
 
+        # A server that dies fails the run, caught or not; the next call
+        # starts it again.
+        text, err = await run_code(s, (
+            "print('before');\n"
+            "try { await tools.die({}); } catch (e) { print('caught'); }\n"
+            "return 'after';"
+        ))
+        assert err and text.startswith("before\nCODE_RUN_FAILED: ") and text.endswith("exited"), text
+        text, err = await run_code(s, "return (await tools.big_text({lines: 1})).result;")
+        assert (text, err) == ("test_1 ... FAILED: expected 1, got 2\n0 passed, 1 failed", False)
+
         # Past the time limit: CODE_RUN_FAILED with the logs so far.
         text, err = await run_code(s, "print('spinning'); while (true) {}")
         assert err and text == "spinning\nCODE_RUN_FAILED: the program ran past its wall-time limit of 20 s"
 
     events = [json.loads(line) for line in log.read_text().splitlines()[1:]]
     kinds = [e["type"] for e in events]
-    assert kinds.count("tool/call") == kinds.count("tool/result") == 5
-    assert kinds.count("tool/code-dispatch-start") == kinds.count("tool/code-dispatch") == 5
+    assert kinds.count("tool/call") == kinds.count("tool/result") == 7
+    assert kinds.count("tool/code-dispatch-start") == kinds.count("tool/code-dispatch") == 7
 
 
 async def test_code_mode_over_several_servers_from_a_file(store: str, tmp_path: Path) -> None:

@@ -201,6 +201,9 @@ pub enum ToolError {
     CodeRunFailed(CodeRunFailed),
     /// The tool failed.
     Failed(String),
+    /// What the tool needs is gone (the MCP server behind it died): a
+    /// program that called it fails, as a caught error would hide it.
+    Unavailable(String),
 }
 
 impl fmt::Display for ToolError {
@@ -210,7 +213,7 @@ impl fmt::Display for ToolError {
             ToolError::UnknownTool(t) => write!(f, "unknown tool {t:?}"),
             ToolError::InvalidArgs(r) => write!(f, "invalid arguments: {r}"),
             ToolError::CodeRunFailed(e) => e.fmt(f),
-            ToolError::Failed(r) => f.write_str(r),
+            ToolError::Failed(r) | ToolError::Unavailable(r) => f.write_str(r),
         }
     }
 }

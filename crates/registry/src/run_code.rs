@@ -371,6 +371,8 @@ struct Stop {
     stopped: AtomicUsize,
     /// Each running nested call's signal, passed on to its command.
     live: Mutex<Vec<Weak<AtomicUsize>>>,
+    /// Why the run must end: a nested call found its tool unavailable.
+    fatal: Mutex<Option<String>>,
 }
 
 impl Dispatcher<'_> {
@@ -400,6 +402,18 @@ impl Dispatcher<'_> {
             call.args,
             signal,
         )
+        .map_err(|(text, unavailable)| {
+            if unavailable {
+                lock(&self.stop.fatal).get_or_insert_with(|| text.clone());
+            }
+            text
+        })
+    }
+
+    /// Why the run must end, when a nested call found its tool unavailable
+    /// ([`ToolError::Unavailable`]): the runtime then fails the run with it.
+    pub fn fatal(&self) -> Option<String> {
+        lock(&self.stop.fatal).clone()
     }
 
     /// Stops the calls still running, and any started later: the command
@@ -642,6 +656,7 @@ impl<R: CodeRuntime> Tool for RunCode<R> {
                     outer: cx.signal.clone(),
                     stopped: AtomicUsize::new(0),
                     live: Mutex::new(Vec::new()),
+                    fatal: Mutex::new(None),
                 }),
             },
             callable: registry
@@ -710,7 +725,7 @@ fn nested_run(
     tool: &str,
     args: Value,
     signal: Arc<AtomicUsize>,
-) -> Result<NestedValue, String> {
+) -> Result<NestedValue, (String, bool)> {
     let sub_call_id = sub_call_id(parent, n);
     let call = ToolCall::new(sub_call_id.clone(), tool, args.clone());
     let executed = if tool == "run_code" {
@@ -730,6 +745,7 @@ fn nested_run(
             t.execute(&mut cx, &args)
         })
     };
+    let unavailable = matches!(executed, Err(ToolError::Unavailable(_)));
     let (text, is_error, json) = match executed {
         Ok(Rendered::Blocks(b)) => match text_of(&b) {
             Some(t) => (t, false, false),
@@ -754,7 +770,7 @@ fn nested_run(
         spills: bounded.spill.map(|s| s.id).into_iter().collect(),
     });
     if is_error {
-        Err(text)
+        Err((text, unavailable))
     } else {
         Ok(NestedValue { text, json })
     }
