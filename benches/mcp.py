@@ -28,6 +28,20 @@ BIG = 64 << 20
 CALLS = 1000
 
 
+def test_output(k: int) -> str:
+    """The k-th of twenty test-result outputs: 300 tests, one failing in every third."""
+    lines = ["============================= test session starts ==============================",
+             "collected 300 items", ""]
+    bad = {(k * 37) % 300} if k % 3 == 0 else set()
+    for i in range(300):
+        lines.append(f"tests/test_module_{k:02}.py::test_case_{i:03} {'FAILED' if i in bad else 'PASSED'}")
+    for i in sorted(bad):
+        lines += [f"____________________ test_case_{i:03} ____________________",
+                  f"    def test_case_{i:03}():", ">       assert value == 42", "E       assert 41 == 42", ""]
+    lines.append(f"=========== {len(bad)} failed, {300 - len(bad)} passed in 3.21s ===========")
+    return "\n".join(lines) + "\n"
+
+
 def upstream() -> None:
     """The minimal server."""
     text = ("step ok " * 8 + "\n") * (BIG // 65)
@@ -45,11 +59,16 @@ def upstream() -> None:
                       "serverInfo": {"name": "bench", "version": "1"}}
         elif method == "tools/list":
             result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}},
-                                {"name": "big", "inputSchema": {"type": "object"}}]}
+                                {"name": "big", "inputSchema": {"type": "object"}},
+                                {"name": "results", "description": "The k-th test-result output (0 to 19).",
+                                 "inputSchema": {"type": "object", "properties": {"k": {"type": "integer"}},
+                                                 "required": ["k"]}}]}
         elif method == "tools/call" and msg["params"]["name"] == "big":
             out.write(b'{"jsonrpc":"2.0","id":' + json.dumps(mid).encode() + b',"result":' + big_tail + b"}\n")
             out.flush()
             continue
+        elif method == "tools/call" and msg["params"]["name"] == "results":
+            result = {"content": [{"type": "text", "text": test_output(int(msg["params"]["arguments"]["k"]))}]}
         else:
             result = {"content": [{"type": "text", "text": msg["params"]["arguments"]["text"]}]}
         out.write(json.dumps({"jsonrpc": "2.0", "id": mid, "result": result}).encode() + b"\n")

@@ -6,7 +6,7 @@ import os
 import sys
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 
@@ -45,6 +45,19 @@ def picture_with_caption(caption_lines: int) -> list[Any]:
 def fail_loudly(lines: int) -> str:
     """Fails with a long message."""
     raise ToolError("\n".join(f"traceback frame {i}" for i in range(lines)) + "\nValueError: the last line")
+
+
+@server.tool(structured_output=False)
+async def grow(ctx: Context) -> str:
+    """Adds the tool `fresh` and says that the tool list changed."""
+
+    def fresh(word: str) -> str:
+        """A tool added while the server runs."""
+        return word.upper()
+
+    server.add_tool(fresh, structured_output=False)
+    await ctx.session.send_tool_list_changed()
+    return "grown"
 
 
 @server.tool(structured_output=False)

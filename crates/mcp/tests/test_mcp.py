@@ -395,6 +395,8 @@ async def test_code_mode_runs_programs_over_one_server(store: str, tmp_path: Pat
         # The SDK names every upstream tool with its parameters.
         for name in ["big_text", "big_structured", "picture_with_caption", "fail_loudly"]:
             assert f"  {name}(args: {{" in sdk, sdk
+        for name in ["grow", "die"]:  # no parameters
+            assert f"  {name}(args: Record<string, unknown>)" in sdk, sdk
         assert "lines: number;" in sdk and "rows: number;" in sdk
         # A declared output schema types the value: the SDK wraps a string.
         assert "result: string;" in sdk
@@ -436,6 +438,19 @@ async def test_code_mode_runs_programs_over_one_server(store: str, tmp_path: Pat
         ))
         assert (text, err) == ("ValueError: the last line", False)
 
+        # The server adds a tool and says so: the SDK declares it next time.
+        assert "fresh(" not in sdk
+        text, err = await run_code(s, "return await tools.grow({});")
+        assert (text, err) == ("grown", False)
+        with anyio.fail_after(10):
+            while True:
+                sdk = {t.name: t for t in (await s.list_tools()).tools}["run_code"].description
+                if "  fresh(args: {" in sdk:
+                    break
+                await anyio.sleep(0.1)
+        text, err = await run_code(s, "return await tools.fresh({word: 'new'});")
+        assert (text, err) == ("NEW", False)
+
         # A server that dies fails the run, caught or not; the next call
         # starts it again.
         text, err = await run_code(s, (
@@ -453,8 +468,8 @@ async def test_code_mode_runs_programs_over_one_server(store: str, tmp_path: Pat
 
     events = [json.loads(line) for line in log.read_text().splitlines()[1:]]
     kinds = [e["type"] for e in events]
-    assert kinds.count("tool/call") == kinds.count("tool/result") == 7
-    assert kinds.count("tool/code-dispatch-start") == kinds.count("tool/code-dispatch") == 7
+    assert kinds.count("tool/call") == kinds.count("tool/result") == 9
+    assert kinds.count("tool/code-dispatch-start") == kinds.count("tool/code-dispatch") == 9
 
 
 async def test_code_mode_over_several_servers_from_a_file(store: str, tmp_path: Path) -> None:
