@@ -31,7 +31,7 @@ use spillway_registry::{Presentation, Registry, ToolCall};
 use crate::rpc::{self, Out};
 use crate::server::{MAX_CONCURRENT_CALLS, PROTOCOL_VERSIONS};
 use crate::tools::{self, ToolNames};
-use crate::upstream::{ServerSpec, Upstream, UpstreamTool};
+use crate::upstream::{Progress, ServerSpec, Upstream, UpstreamTool};
 
 /// How the Code Mode proxy runs.
 #[derive(Debug)]
@@ -81,6 +81,7 @@ struct Front {
     /// The upstream tools, by the name the client calls them by.
     direct: Mutex<HashMap<String, Arc<UpstreamTool>>>,
     log: Arc<SessionLog>,
+    progress: Arc<Progress>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -111,7 +112,7 @@ impl Front {
         for u in &self.upstreams {
             match u.tools() {
                 Ok(list) => {
-                    for t in UpstreamTool::from_list(u, &list, grouped) {
+                    for t in UpstreamTool::from_list(u, &self.progress, &list, grouped) {
                         let t = Arc::new(t);
                         direct.insert(t.name.clone(), t.clone());
                         b.tool(Shared(t));
@@ -200,8 +201,17 @@ impl Front {
                 let signal = call.map(|c| c.1.clone()).unwrap_or_default();
                 if name == "run_code" {
                     let registry = self.registry();
-                    let tc = ToolCall::new(call_id, "run_code", args);
-                    let r = match registry.call_with_signal(&tc, signal) {
+                    // Nested calls' progress goes under the client's token.
+                    let token = params.pointer("/_meta/progressToken").cloned();
+                    if let Some(t) = token.clone() {
+                        self.progress.begin(&call_id, t);
+                    }
+                    let tc = ToolCall::new(call_id.clone(), "run_code", args);
+                    let called = registry.call_with_signal(&tc, signal);
+                    if token.is_some() {
+                        self.progress.end(&call_id);
+                    }
+                    let r = match called {
                         Ok(r) => r,
                         Err(not_durable) => {
                             eprintln!("spillway: mcp proxy: {not_durable}");
@@ -311,7 +321,16 @@ pub fn run(
 ) -> io::Result<()> {
     let out = Out::new(output);
     let relay_out = out.clone();
+    let progress = Arc::new(Progress::default());
+    let routes = progress.clone();
     let relay: Arc<dyn Fn(&Value) + Send + Sync> = Arc::new(move |msg: &Value| {
+        // Progress goes to the outer call that asked for it, or nowhere.
+        if msg.get("method").and_then(Value::as_str) == Some("notifications/progress") {
+            if let Some(m) = routes.translate(msg) {
+                let _ = relay_out.send(&m);
+            }
+            return;
+        }
         let _ = relay_out.send(msg);
     });
     let upstreams: Vec<Arc<Upstream>> = opts
@@ -329,6 +348,7 @@ pub fn run(
         registry: RwLock::new(None),
         direct: Mutex::new(HashMap::new()),
         log,
+        progress,
     });
     let calls: Arc<Mutex<HashMap<String, Running>>> = Arc::default();
     let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();

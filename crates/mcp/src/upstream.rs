@@ -94,6 +94,79 @@ impl ServerSpec {
     }
 }
 
+/// Where the progress of nested calls goes: the outer `run_code` call's
+/// progress token, when the client gave one. Each nested call gets a token
+/// of its own; its notifications are passed on under the outer token, with
+/// a progress that only grows, as the protocol asks.
+#[derive(Default)]
+pub(crate) struct Progress {
+    /// The outer calls that asked for progress, by call id.
+    outer: Mutex<HashMap<String, Arc<Outer>>>,
+    /// Nested calls' tokens, to their outer call and their tool.
+    routes: Mutex<HashMap<String, (Arc<Outer>, String)>>,
+}
+
+pub(crate) struct Outer {
+    token: Value,
+    seq: AtomicU64,
+}
+
+impl Progress {
+    /// An outer call asks for progress under `token`.
+    pub(crate) fn begin(&self, call_id: &str, token: Value) {
+        lock(&self.outer).insert(
+            call_id.to_owned(),
+            Arc::new(Outer {
+                token,
+                seq: AtomicU64::new(0),
+            }),
+        );
+    }
+
+    /// The outer call ended.
+    pub(crate) fn end(&self, call_id: &str) {
+        lock(&self.outer).remove(call_id);
+    }
+
+    /// The token for the nested call `sub_call_id` of `tool`, when its
+    /// outer call asked for progress.
+    fn route(&self, sub_call_id: &str, tool: &str) -> Option<String> {
+        let outer_id = sub_call_id.rsplit_once(":code:")?.0;
+        let outer = lock(&self.outer).get(outer_id)?.clone();
+        let token = format!("spillway:{sub_call_id}");
+        lock(&self.routes).insert(token.clone(), (outer, tool.to_owned()));
+        Some(token)
+    }
+
+    fn unroute(&self, token: &str) {
+        lock(&self.routes).remove(token);
+    }
+
+    /// A nested call's progress notification as the client gets it, or
+    /// `None` for a token nobody asked for.
+    pub(crate) fn translate(&self, msg: &Value) -> Option<Value> {
+        let params = msg.get("params")?;
+        let token = params.get("progressToken")?.as_str()?;
+        let (outer, tool) = lock(&self.routes).get(token).cloned()?;
+        let n = outer.seq.fetch_add(1, Ordering::SeqCst) + 1;
+        let detail = match (
+            params.get("message").and_then(Value::as_str),
+            params.get("progress"),
+            params.get("total"),
+        ) {
+            (Some(m), _, _) => m.to_owned(),
+            (None, Some(p), Some(t)) => format!("{p}/{t}"),
+            (None, Some(p), None) => p.to_string(),
+            _ => String::new(),
+        };
+        Some(json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": outer.token, "progress": n, "message": format!("{tool}: {detail}")}
+        }))
+    }
+}
+
 /// Why a request to a server got no answer.
 #[derive(Clone, Debug)]
 pub(crate) enum Failure {
@@ -364,6 +437,7 @@ impl Upstream {
 /// An upstream tool as a registry tool.
 pub(crate) struct UpstreamTool {
     pub(crate) upstream: Arc<Upstream>,
+    pub(crate) progress: Arc<Progress>,
     /// The registry's name (and the client's, with `--present both`):
     /// `<server>.<tool>` with several servers.
     pub(crate) name: String,
@@ -376,12 +450,18 @@ pub(crate) struct UpstreamTool {
 
 impl UpstreamTool {
     /// The tools of `upstream`'s list; grouped under its name when `group`.
-    pub(crate) fn from_list(upstream: &Arc<Upstream>, list: &[Value], group: bool) -> Vec<Self> {
+    pub(crate) fn from_list(
+        upstream: &Arc<Upstream>,
+        progress: &Arc<Progress>,
+        list: &[Value],
+        group: bool,
+    ) -> Vec<Self> {
         list.iter()
             .filter_map(|t| {
                 let member = t.get("name")?.as_str()?.to_owned();
                 Some(UpstreamTool {
                     upstream: upstream.clone(),
+                    progress: progress.clone(),
                     name: if group {
                         format!("{}.{member}", upstream.name())
                     } else {
@@ -430,18 +510,22 @@ impl Tool for UpstreamTool {
     }
 
     fn execute(&self, cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
+        let mut params = json!({"name": self.member, "arguments": args});
+        let token = self.progress.route(cx.call_id(), &self.member);
+        if let Some(t) = &token {
+            params["_meta"] = json!({"progressToken": t});
+        }
         let result = self
             .upstream
-            .request(
-                "tools/call",
-                json!({"name": self.member, "arguments": args}),
-                Some(cx.signal()),
-            )
-            .map_err(|e| match e {
-                // The server is gone: the program that called it fails.
-                Failure::Gone(m) => ToolError::Unavailable(m),
-                Failure::Error(m) => ToolError::Failed(m),
-            })?;
+            .request("tools/call", params, Some(cx.signal()));
+        if let Some(t) = &token {
+            self.progress.unroute(t);
+        }
+        let result = result.map_err(|e| match e {
+            // The server is gone: the program that called it fails.
+            Failure::Gone(m) => ToolError::Unavailable(m),
+            Failure::Error(m) => ToolError::Failed(m),
+        })?;
         let content = result.get("content").cloned().unwrap_or_else(|| json!([]));
         let texts: Option<Vec<&str>> = content.as_array().map(|blocks| {
             blocks

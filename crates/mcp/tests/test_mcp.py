@@ -493,6 +493,22 @@ async def test_code_mode_over_several_servers_from_a_file(store: str, tmp_path: 
         assert not err, text
         echoed, first = json.loads(text)
         assert "hi" in json.dumps(echoed) and first == "test_1 ... ok"
+        # A nested call's progress reaches the client under its own token.
+        seen: list[tuple[float, str | None]] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append((progress, message))
+
+        long = await s.call_tool(
+            "run_code",
+            {"code": "await tools.everything['trigger-long-running-operation']({duration: 1, steps: 3}); return 'ok'"},
+            progress_callback=on_progress,
+        )
+        assert texts(long) == ["ok"], texts(long)
+        assert len(seen) >= 2, seen
+        assert [p for p, _ in seen] == sorted(p for p, _ in seen)
+        assert all(m and m.startswith("trigger-long-running-operation: ") for _, m in seen), seen
+
         direct = await s.call_tool("big.big_text", {"lines": 100000})
         (t,) = texts(direct)
         assert len(t.encode()) <= BUDGET and "spillway_spill_read" in t
