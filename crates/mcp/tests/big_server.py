@@ -68,4 +68,7 @@ def die() -> str:
 
 if __name__ == "__main__":
     print("big-outputs server starting", file=sys.stderr)
+    if os.environ.get("BIG_SERVER_PIDFILE"):
+        with open(os.environ["BIG_SERVER_PIDFILE"], "w") as f:
+            f.write(str(os.getpid()))
     server.run("stdio")

@@ -475,7 +475,8 @@ async def test_code_mode_runs_programs_over_one_server(store: str, tmp_path: Pat
 async def test_code_mode_over_several_servers_from_a_file(store: str, tmp_path: Path) -> None:
     servers = tmp_path / "mcp.json"
     servers.write_text(json.dumps({"mcpServers": {
-        "big": {"command": sys.executable, "args": [str(HERE / "big_server.py")]},
+        "big": {"command": sys.executable, "args": [str(HERE / "big_server.py")],
+                "env": {"BIG_SERVER_PIDFILE": str(tmp_path / "big.pid")}},
         "everything": {"command": EVERYTHING, "args": [], "env": {"SPILLWAY_TEST": "1"}},
     }}))
     command, args = code_mode(store, "--servers", str(servers), "--present", "both")
@@ -512,3 +513,12 @@ async def test_code_mode_over_several_servers_from_a_file(store: str, tmp_path: 
         direct = await s.call_tool("big.big_text", {"lines": 100000})
         (t,) = texts(direct)
         assert len(t.encode()) <= BUDGET and "spillway_spill_read" in t
+    # The client went away: the proxy stopped the servers it started.
+    pid = int((tmp_path / "big.pid").read_text())
+    with anyio.fail_after(15):
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            await anyio.sleep(0.1)
