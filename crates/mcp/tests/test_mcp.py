@@ -431,6 +431,13 @@ async def test_code_mode_runs_programs_over_one_server(store: str, tmp_path: Pat
         read = await s.call_tool("spillway_spill_read", {"id": m.group(1), "pointer": m.group(2)})
         assert not read.is_error, texts(read)
 
+        # Blocks that are not all text come as the content array.
+        text, err = await run_code(s, (
+            "const c = await tools.picture_with_caption({caption_lines: 2});\n"
+            "return c.map(b => b.type + (b.type === 'image' ? ':' + b.mimeType : ''));"
+        ))
+        assert (json.loads(text), err) == (["text", "image:image/png", "text"], False)
+
         # A nested error is an Error the program can catch.
         text, err = await run_code(s, (
             "try { await tools.fail_loudly({lines: 3}); return 'no error'; }\n"
@@ -468,8 +475,8 @@ async def test_code_mode_runs_programs_over_one_server(store: str, tmp_path: Pat
 
     events = [json.loads(line) for line in log.read_text().splitlines()[1:]]
     kinds = [e["type"] for e in events]
-    assert kinds.count("tool/call") == kinds.count("tool/result") == 9
-    assert kinds.count("tool/code-dispatch-start") == kinds.count("tool/code-dispatch") == 9
+    assert kinds.count("tool/call") == kinds.count("tool/result") == 10
+    assert kinds.count("tool/code-dispatch-start") == kinds.count("tool/code-dispatch") == 10
 
 
 async def test_code_mode_over_several_servers_from_a_file(store: str, tmp_path: Path) -> None:
@@ -522,3 +529,20 @@ async def test_code_mode_over_several_servers_from_a_file(store: str, tmp_path: 
             except ProcessLookupError:
                 break
             await anyio.sleep(0.1)
+
+
+async def test_code_mode_over_server_everything(store: str) -> None:
+    async with session(*code_mode(store, "--", EVERYTHING)) as s:
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        sdk = tools["run_code"].description
+        # One server: its tools at the top of `tools`, bracket access for a
+        # name that is not an identifier.
+        assert "  echo(args: {" in sdk and '  "get-sum"(args: {' in sdk
+        text, err = await run_code(s, (
+            "const [e, sum, sc] = await Promise.all([tools.echo({message: 'hi'}), tools['get-sum']({a: 2, b: 3}),\n"
+            "  tools['get-structured-content']({location: 'Chicago'})]);\n"
+            "return {e, sum, sc: typeof sc};"
+        ))
+        assert not err, text
+        v = json.loads(text)
+        assert "hi" in v["e"] and "5" in json.dumps(v["sum"]) and v["sc"] == "object"
