@@ -17,8 +17,11 @@
       return String(v);
     }
   };
+  // A lone surrogate has no UTF-8: it becomes U+FFFD, as it would in a
+  // file written by any JavaScript runtime.
+  const wellFormed = (s) => (s.isWellFormed() ? s : s.toWellFormed());
   const log = (...args) =>
-    hostLog(args.length === 1 && typeof args[0] === "string" ? args[0] : args.map(toText).join(" "));
+    hostLog(wellFormed(args.length === 1 && typeof args[0] === "string" ? args[0] : args.map(toText).join(" ")));
   const console = { log, info: log, warn: log, error: log, debug: log };
   Object.freeze(console);
   const tools = Object.create(null);
@@ -26,6 +29,9 @@
   for (const [name, json, group, member] of toolList) {
     const call = (args) => {
       const text = JSON.stringify(args === undefined ? {} : args);
+      if (typeof text !== "string") {
+        throw new TypeError(`tools.${member} takes its arguments as one JSON object`);
+      }
       return hostCall(name, text).then(([ok, value, isJson]) => {
         if (!ok) throw new Error(value);
         if (!json && !isJson) return value;

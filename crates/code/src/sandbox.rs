@@ -74,7 +74,10 @@ const LOG_BATCH: usize = 64 << 10;
 
 /// The first line of a program is line 1 of `run_code`'s stack traces.
 const WRAP_HEAD: &str = "(async function () {";
-const WRAP_TAIL: &str = "\n})()";
+/// A returned string with a lone surrogate (no UTF-8) comes back with
+/// U+FFFD in its place.
+const WRAP_TAIL: &str =
+    "\n})().then((v) => (typeof v === \"string\" && !v.isWellFormed() ? v.toWellFormed() : v))";
 
 /// Logs on their way to the host: lines joined by `\n`, sent in one
 /// message when they reach [`LOG_BATCH`] bytes or the program waits.

@@ -387,6 +387,58 @@ fn a_tool_that_is_gone_fails_the_run_even_when_caught() {
     next_run_works(&h);
 }
 
+#[test]
+fn odd_values_and_arguments_get_clear_results() {
+    let h = harness();
+    let cases = [
+        // A lone surrogate has no UTF-8: U+FFFD, in a log and in a result.
+        ("print('a \\ud800 b'); return '\\ud800 lone'", "a \u{FFFD} b\n\u{FFFD} lone", false),
+        ("return {s: '\\ud800'}", r#"{"s":"\ud800"}"#, false),
+        ("return [undefined, NaN, new Date(0)]", r#"[null,null,"1970-01-01T00:00:00.000Z"]"#, false),
+        ("return () => 1", NO_OUTPUT, false),
+        ("return 10n", "CODE_RUN_FAILED: the returned value is not JSON: Uncaught TypeError: BigInt are forbidden in JSON.stringify", true),
+        ("const a = {}; a.a = a; return a", "CODE_RUN_FAILED: the returned value is not JSON: Uncaught TypeError: circular reference", true),
+    ];
+    for (i, (code, want, is_error)) in cases.into_iter().enumerate() {
+        let r = run(&h, &format!("c{i}"), code);
+        assert_eq!((text(&r), r.is_error), (want, is_error), "{code}");
+    }
+    let r = run(&h, "f", "return tools.bash(() => 1)");
+    assert!(
+        text(&r).starts_with("CODE_RUN_FAILED: Uncaught TypeError: tools.bash takes its arguments as one JSON object"),
+        "{}",
+        text(&r)
+    );
+}
+
+#[test]
+fn calls_a_program_leaves_behind_are_stopped_and_recorded() {
+    let h = harness();
+    let started = Instant::now();
+    let r = run(
+        &h,
+        "c1",
+        "for (let i = 0; i < 20; i++) tools.bash({command: 'sleep 5'}); return 'left them'",
+    );
+    assert_eq!(text(&r), "left them");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    // Every call that started has its dispatch event, run or not.
+    let ev = events(&h);
+    let starts = ev
+        .iter()
+        .filter(|e| matches!(e, Event::CodeDispatchStart { .. }))
+        .count();
+    let done = ev
+        .iter()
+        .filter(|e| matches!(e, Event::CodeDispatch { .. }))
+        .count();
+    assert_eq!((starts, done), (20, 20));
+}
+
 // ---- streaming and bounds ----
 
 #[test]

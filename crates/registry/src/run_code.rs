@@ -732,6 +732,11 @@ fn nested_run(
         Err(ToolError::Failed(
             "run_code cannot be called from a program".into(),
         ))
+    } else if signal.load(Ordering::SeqCst) != 0 {
+        // Its program ended before the call's turn came.
+        Err(ToolError::Failed(
+            "not run: the program that called it had ended".into(),
+        ))
     } else {
         reg.precheck(&call).and_then(|t| {
             let mut cx = Cx {
