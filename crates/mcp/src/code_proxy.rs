@@ -78,6 +78,9 @@ struct Front {
     /// The registry of the tool lists last fetched, and whether those lists
     /// changed since.
     registry: RwLock<Option<Registry>>,
+    /// The servers whose tools could not be listed, and why: the model
+    /// is told in `run_code`'s description, and they are tried again.
+    unreachable: Mutex<Vec<String>>,
     /// The upstream tools, by the name the client calls them by.
     direct: Mutex<HashMap<String, Arc<UpstreamTool>>>,
     log: Arc<SessionLog>,
@@ -107,6 +110,7 @@ impl Front {
         }
         let grouped = self.upstreams.len() > 1;
         let mut direct = HashMap::new();
+        let mut unreachable = Vec::new();
         let mut b = Registry::builder(self.opts.spiller.clone(), self.log.clone())
             .expect("the value policy is built from constants");
         for u in &self.upstreams {
@@ -118,7 +122,10 @@ impl Front {
                         b.tool(Shared(t));
                     }
                 }
-                Err(e) => eprintln!("spillway: mcp proxy: {}: {e}", u.name()),
+                Err(e) => {
+                    eprintln!("spillway: mcp proxy: {e}");
+                    unreachable.push(e.to_string());
+                }
             }
         }
         // Ours last: an upstream tool of the same name does not replace them.
@@ -127,6 +134,7 @@ impl Front {
             .tool(RunCode::new(JsRuntime::new(self.opts.limits.clone())));
         let r = b.build();
         *lock(&self.direct) = direct;
+        *lock(&self.unreachable) = unreachable;
         *self.registry.write().unwrap_or_else(|e| e.into_inner()) = Some(r.clone());
         r
     }
@@ -139,10 +147,16 @@ impl Front {
             .into_iter()
             .find(|t| t.name == "run_code")
         {
+            let mut description = code.description.unwrap_or_default();
+            for why in lock(&self.unreachable).iter() {
+                description.push_str(&format!(
+                    "\n\nNot available now: {why}; its tools are missing above."
+                ));
+            }
             list.push(json!({
                 "name": "run_code",
                 "title": "Run a JavaScript program that calls the tools",
-                "description": code.description.unwrap_or_default(),
+                "description": description,
                 "inputSchema": code.input_schema,
                 "annotations": {"destructiveHint": true, "openWorldHint": true}
             }));
@@ -347,6 +361,7 @@ pub fn run(
         upstreams,
         registry: RwLock::new(None),
         direct: Mutex::new(HashMap::new()),
+        unreachable: Mutex::new(Vec::new()),
         log,
         progress,
     });

@@ -242,7 +242,10 @@ impl Upstream {
             let _ = spillway_process::stop::stop(&mut lock(&old.child), Duration::ZERO);
         }
         let c = self.start().map_err(|e| {
-            Failure::Gone(format!("cannot start the server {}: {e}", self.spec.name))
+            Failure::Gone(format!(
+                "cannot start the MCP server {:?}: {e}",
+                self.spec.name
+            ))
         })?;
         let init = Self::send(
             &c,
@@ -258,7 +261,7 @@ impl Upstream {
         if let Err(e) = init {
             let _ = spillway_process::stop::stop(&mut lock(&c.child), Duration::ZERO);
             return Err(Failure::Gone(format!(
-                "the server {} did not initialize: {e}",
+                "the MCP server {:?} did not initialize: {e}",
                 self.spec.name
             )));
         }
@@ -345,7 +348,9 @@ impl Upstream {
             // The server closed its output: it is gone.
             c.alive.store(false, Ordering::SeqCst);
             for (_, tx) in lock(&c.pending).drain() {
-                let _ = tx.send(Err(Failure::Gone(format!("the server {name} exited"))));
+                let _ = tx.send(Err(Failure::Gone(format!(
+                    "the MCP server {name:?} exited"
+                ))));
             }
         });
         Ok(conn)

@@ -546,3 +546,17 @@ async def test_code_mode_over_server_everything(store: str) -> None:
         assert not err, text
         v = json.loads(text)
         assert "hi" in v["e"] and "5" in json.dumps(v["sum"]) and v["sc"] == "object"
+
+
+async def test_code_mode_says_which_server_cannot_be_reached(store: str, tmp_path: Path) -> None:
+    servers = tmp_path / "mcp.json"
+    servers.write_text(json.dumps({"mcpServers": {
+        "big": {"command": sys.executable, "args": [str(HERE / "big_server.py")]},
+        "broken": {"command": str(tmp_path / "no-such-server")},
+    }}))
+    async with session(*code_mode(store, "--servers", str(servers))) as s:
+        sdk = {t.name: t for t in (await s.list_tools()).tools}["run_code"].description
+        assert 'Not available now: cannot start the MCP server "broken"' in sdk
+        assert "    big_text(args: {" in sdk
+        text, err = await run_code(s, "return [Object.keys(tools), (await tools.big.big_text({lines: 1})).result.length]")
+        assert not err and json.loads(text)[1] > 0, text
