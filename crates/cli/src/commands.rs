@@ -191,9 +191,20 @@ fn mcp_code_proxy(spiller: Spiller, args: McpProxyArgs) -> Result<i32> {
     opts.limits = limits(&args.limits)?;
     opts.session_log = session_log(args.session_log.as_deref())?;
     opts.grace = args.kill_grace.get();
-    let mut stdin = io::BufReader::with_capacity(1 << 20, io::stdin());
-    spillway_mcp::code_proxy::run(opts, &mut stdin, Box::new(io::stdout())).context("mcp proxy")?;
-    Ok(0)
+    // SIGTERM and Ctrl-C (how harnesses stop MCP servers): the servers are
+    // stopped as the stdio transport prescribes, then spillway exits.
+    let forward = Arc::new(AtomicUsize::new(0));
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        signal_hook::flag::register_usize(sig, forward.clone(), sig as usize)
+            .context("mcp proxy: install signal handlers")?;
+    }
+    opts.forward = Some(forward.clone());
+    let stdin = Box::new(io::BufReader::with_capacity(1 << 20, io::stdin()));
+    spillway_mcp::code_proxy::run(opts, stdin, Box::new(io::stdout())).context("mcp proxy")?;
+    Ok(match forward.load(std::sync::atomic::Ordering::SeqCst) {
+        0 => 0,
+        sig => 128 + sig as i32,
+    })
 }
 
 /// The limits of a program, checked.

@@ -292,3 +292,60 @@ fn the_readme_code_mode_examples_run_as_written() {
     }
     assert!(blocks >= 1, "the section has examples");
 }
+
+/// SIGTERM to `mcp proxy --code-mode` (how harnesses stop MCP servers):
+/// the upstream server is stopped and the proxy exits 128 + 15.
+#[test]
+fn a_signal_stops_the_code_mode_proxy_and_its_servers() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("upstream.pid");
+    let servers = dir.path().join("mcp.json");
+    let inner = format!(
+        "echo $$ > '{}'; exec '{}' --store '{}' mcp serve",
+        pidfile.display(),
+        env!("CARGO_BIN_EXE_spillway"),
+        dir.path().join("inner").display()
+    );
+    std::fs::write(
+        &servers,
+        serde_json::json!({"mcpServers": {"shell": {"command": "sh", "args": ["-c", inner]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut child = spillway_cmd()
+        .arg("--store")
+        .arg(dir.path().join("store"))
+        .args(["mcp", "proxy", "--code-mode", "--servers"])
+        .arg(&servers)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut to = child.stdin.take().unwrap();
+    let mut from = std::io::BufReader::new(child.stdout.take().unwrap());
+    for msg in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    ] {
+        writeln!(to, "{msg}").unwrap();
+        let mut line = String::new();
+        from.read_line(&mut line).unwrap();
+        assert!(line.contains("\"result\""), "{line}");
+    }
+    let upstream: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let started = Instant::now();
+    // SAFETY: kill sends a signal to our child; nothing else is touched.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // SAFETY: signal 0 only asks whether the process exists.
+    let alive = unsafe { libc::kill(upstream, 0) } == 0;
+    assert!(!alive, "the upstream server outlived the proxy");
+    drop(to);
+}

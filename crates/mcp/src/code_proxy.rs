@@ -54,6 +54,10 @@ pub struct CodeProxyOptions {
     /// How long a server has to exit once its input is closed, and again
     /// after SIGTERM, before SIGKILL.
     pub grace: Duration,
+    /// A signal number set by the caller's signal handler (0 for none):
+    /// the proxy then stops answering, stops the servers as the stdio
+    /// transport prescribes, and returns.
+    pub forward: Option<Arc<AtomicUsize>>,
 }
 
 impl CodeProxyOptions {
@@ -68,6 +72,7 @@ impl CodeProxyOptions {
             limits: Limits::default(),
             session_log: None,
             grace: Duration::from_secs(2),
+            forward: None,
         }
     }
 }
@@ -330,9 +335,22 @@ struct Job {
 /// When the client's output fails.
 pub fn run(
     opts: CodeProxyOptions,
-    input: &mut dyn BufRead,
+    input: Box<dyn BufRead + Send>,
     output: Box<dyn Write + Send>,
 ) -> io::Result<()> {
+    // The client's lines come from a thread of their own, so that a signal
+    // is seen while the client is silent.
+    let (lines_tx, lines_rx) = mpsc::sync_channel::<Vec<u8>>(64);
+    std::thread::spawn(move || {
+        let mut input = input;
+        let mut line = Vec::new();
+        while let Some(raw) = rpc::next_line(&mut *input, &mut line) {
+            if lines_tx.send(raw.to_vec()).is_err() {
+                return;
+            }
+        }
+    });
+    let forward = opts.forward.clone();
     let out = Out::new(output);
     let relay_out = out.clone();
     let progress = Arc::new(Progress::default());
@@ -391,10 +409,27 @@ pub fn run(
             })
         })
         .collect();
-    let mut line = Vec::new();
     let mut failed = Ok(());
-    while let Some(raw) = rpc::next_line(input, &mut line) {
-        let msg = match rpc::parse(raw) {
+    let signalled = || {
+        forward
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::SeqCst) != 0)
+    };
+    loop {
+        let raw = match lines_rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(raw) => raw,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if signalled() {
+                    break;
+                }
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        if signalled() {
+            break;
+        }
+        let msg = match rpc::parse(&raw) {
             Ok(m) => m,
             Err(e) => {
                 failed = out.error(&Value::Null, rpc::PARSE_ERROR, &e);
@@ -446,6 +481,12 @@ pub fn run(
         }
     }
     drop(jobs_tx);
+    if signalled() {
+        // Stop what runs: programs end, their commands and calls are cancelled.
+        for (signal, _) in lock(&calls).values() {
+            signal.store(9, Ordering::SeqCst);
+        }
+    }
     for w in workers {
         let _ = w.join();
     }
