@@ -247,13 +247,14 @@ impl Front {
                     .flatten();
                 match direct {
                     Some(t) => {
+                        let mut upstream_params = json!({"name": t.member, "arguments": args});
+                        // The client's `_meta` (its progress token) goes along.
+                        if let Some(meta) = params.get("_meta") {
+                            upstream_params["_meta"] = meta.clone();
+                        }
                         let mut result = t
                             .upstream
-                            .request(
-                                "tools/call",
-                                json!({"name": t.member, "arguments": args}),
-                                Some(&signal),
-                            )
+                            .request("tools/call", upstream_params, Some(&signal))
                             .map_err(|e| (rpc::INVALID_PARAMS, e.to_string()))?;
                         crate::bound_result(
                             &self.opts.spiller,
@@ -356,12 +357,13 @@ pub fn run(
     let progress = Arc::new(Progress::default());
     let routes = progress.clone();
     let relay: Arc<dyn Fn(&Value) + Send + Sync> = Arc::new(move |msg: &Value| {
-        // Progress goes to the outer call that asked for it, or nowhere.
+        // A nested call's progress goes under its outer call's token; any
+        // other (a direct call's, with `--present both`) passes as it is.
         if msg.get("method").and_then(Value::as_str) == Some("notifications/progress") {
             if let Some(m) = routes.translate(msg) {
                 let _ = relay_out.send(&m);
+                return;
             }
-            return;
         }
         let _ = relay_out.send(msg);
     });

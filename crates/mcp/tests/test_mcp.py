@@ -517,6 +517,14 @@ async def test_code_mode_over_several_servers_from_a_file(store: str, tmp_path: 
         assert [p for p, _ in seen] == sorted(p for p, _ in seen)
         assert all(m and m.startswith("trigger-long-running-operation: ") for _, m in seen), seen
 
+        # A direct call (--present both) keeps the client's progress token.
+        seen.clear()
+        long = await s.call_tool(
+            "everything.trigger-long-running-operation", {"duration": 1, "steps": 2},
+            progress_callback=on_progress,
+        )
+        assert not long.is_error and len(seen) >= 1, (texts(long), seen)
+
         direct = await s.call_tool("big.big_text", {"lines": 100000})
         (t,) = texts(direct)
         assert len(t.encode()) <= BUDGET and "spillway_spill_read" in t
