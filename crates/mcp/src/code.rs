@@ -1,21 +1,18 @@
 //! Code Mode on `spillway mcp serve`: the registry behind `run_code`, whose
 //! programs call `run`, `spill_read` and `spill_grep`.
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 use spillway::Spiller;
 use spillway_code::{JsRuntime, Limits};
-use spillway_process::{run_merged, RunOptions};
+use spillway_process::run_merged;
 use spillway_registry::events::SessionLog;
 use spillway_registry::run_code::RunCode;
 use spillway_registry::tools::{SpillGrep, SpillRead};
 use spillway_registry::{Cx, Registry, Rendered, Tool, ToolError};
 
-use crate::server::MAX_TIMEOUT;
+use crate::server::run_command;
 
 /// The registry of `spillway mcp serve`: `run_code` on the JavaScript
 /// runtime, and the tools its programs call.
@@ -63,39 +60,8 @@ impl Tool for Run {
     }
 
     fn execute(&self, cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
-        let bad = |m: &str| ToolError::InvalidArgs(format!("run: {m}"));
-        let command = args
-            .get("command")
-            .and_then(Value::as_str)
-            .ok_or_else(|| bad("needs a string `command`"))?;
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c").arg(command).stdin(Stdio::null());
-        match args.get("cwd") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(dir)) => {
-                let dir = PathBuf::from(dir);
-                if !dir.is_dir() {
-                    return Err(bad(&format!("cwd {}: not a directory", dir.display())));
-                }
-                cmd.current_dir(dir);
-            }
-            Some(_) => return Err(bad("`cwd` must be a string")),
-        }
-        let mut opts = RunOptions::default();
+        let (mut cmd, mut opts) = run_command(args).map_err(ToolError::InvalidArgs)?;
         opts.forward = Some(cx.signal().clone());
-        match args.get("timeout") {
-            None | Some(Value::Null) => {}
-            Some(v) => match v.as_f64() {
-                Some(t) if t > 0.0 && t <= MAX_TIMEOUT => {
-                    opts.timeout = Some(Duration::from_secs_f64(t))
-                }
-                _ => {
-                    return Err(bad(&format!(
-                        "`timeout` must be a number of seconds above 0 and at most {MAX_TIMEOUT}"
-                    )))
-                }
-            },
-        }
         let mut stage = cx.stage();
         let finished = run_merged(&mut cmd, &opts, &mut stage, &mut |_| {})
             .map_err(|e| ToolError::Failed(format!("run: {e}")))?;

@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -26,11 +26,11 @@ use spillway_code::{JsRuntime, Limits};
 use spillway_registry::events::SessionLog;
 use spillway_registry::run_code::RunCode;
 use spillway_registry::tools::{SpillGrep, SpillRead};
-use spillway_registry::{Presentation, Registry, ToolCall};
+use spillway_registry::{Presentation, Registry};
 
+use crate::front::{self, lock, Answer, Answers, CallRef};
 use crate::rpc::{self, Out};
-use crate::server::{MAX_CONCURRENT_CALLS, PROTOCOL_VERSIONS};
-use crate::tools::{self, ToolNames};
+use crate::tools::ToolNames;
 use crate::upstream::{Progress, ServerSpec, Upstream, UpstreamTool};
 
 /// How the Code Mode proxy runs.
@@ -92,10 +92,6 @@ struct Front {
     progress: Arc<Progress>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 impl Front {
     /// The registry, built again when a server's tool list changed.
     fn registry(&self) -> Registry {
@@ -124,7 +120,7 @@ impl Front {
                     for t in UpstreamTool::from_list(u, &self.progress, &list, grouped) {
                         let t = Arc::new(t);
                         direct.insert(t.name.clone(), t.clone());
-                        b.tool(Shared(t));
+                        b.tool(t);
                     }
                 }
                 Err(e) => {
@@ -147,28 +143,18 @@ impl Front {
     fn tools_list(&self) -> Value {
         let registry = self.registry();
         let mut list = Vec::new();
-        if let Some(code) = registry
-            .tools(Presentation::Ptc)
-            .into_iter()
-            .find(|t| t.name == "run_code")
-        {
-            let mut description = code.description.unwrap_or_default();
-            for why in lock(&self.unreachable).iter() {
-                description.push_str(&format!(
-                    "\n\nNot available now: {why}; its tools are missing above."
-                ));
-            }
-            list.push(json!({
-                "name": "run_code",
-                "title": "Run a JavaScript program that calls the tools",
-                "description": description,
-                "inputSchema": code.input_schema,
-                "annotations": {"destructiveHint": true, "openWorldHint": true}
-            }));
-        }
+        let more: String = lock(&self.unreachable)
+            .iter()
+            .map(|why| format!("\n\nNot available now: {why}; its tools are missing above."))
+            .collect();
+        list.push(front::run_code_definition(&registry, &more));
         list.extend(self.opts.names.definitions());
         if self.opts.present == Presentation::Both {
-            for t in lock(&self.direct).values() {
+            let direct = lock(&self.direct);
+            let mut tools: Vec<_> = direct.values().collect();
+            // In name order, as the registry lists its own.
+            tools.sort_by(|a, b| a.name.cmp(&b.name));
+            for t in tools {
                 let mut def = json!({"name": t.name, "inputSchema": t.input_schema});
                 if let Some(d) = &t.description {
                     def["description"] = json!(d);
@@ -182,63 +168,37 @@ impl Front {
         json!({"tools": list})
     }
 
-    fn answer(
-        &self,
-        method: &str,
-        params: &Value,
-        call: Option<(&Value, &Arc<AtomicUsize>)>,
-    ) -> Result<Value, (i64, String)> {
+    fn reply(&self, method: &str, params: &Value, call: CallRef<'_>) -> Answer {
+        if let Some(a) = front::common(method, params, &self.opts.spiller) {
+            return a;
+        }
         let store = self.opts.spiller.store();
         let budget = self.opts.spiller.policy().max_inline_bytes();
         match method {
-            "initialize" => {
-                let asked = params
-                    .get("protocolVersion")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                let version = if PROTOCOL_VERSIONS.contains(&asked) {
-                    asked
-                } else {
-                    PROTOCOL_VERSIONS[PROTOCOL_VERSIONS.len() - 1]
-                };
-                Ok(json!({
-                    "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": true}, "resources": {}},
-                    "serverInfo": {"name": "spillway-code-mode", "version": env!("CARGO_PKG_VERSION")},
-                    "instructions": "run_code runs a JavaScript program that calls the tools its description declares, with await tools.<name>(args), and gets their complete results. Print what you need to see or return it: long output comes back bounded, the rest stored to read with the spill tools."
-                }))
-            }
-            "ping" => Ok(json!({})),
+            "initialize" => Ok(front::initialize(
+                params,
+                "spillway-code-mode",
+                "run_code runs a JavaScript program that calls the tools its description declares, with await tools.<name>(args), and gets their complete results. Print what you need to see or return it: long output comes back bounded, the rest stored to read with the spill tools.",
+                true,
+            )),
             "tools/list" => Ok(self.tools_list()),
             "tools/call" => {
                 let (name, args) = rpc::call_parts(params);
-                let call_id = match call.map(|c| c.0) {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(other) => other.to_string(),
-                    None => String::new(),
-                };
-                let signal = call.map(|c| c.1.clone()).unwrap_or_default();
                 if name == "run_code" {
                     let registry = self.registry();
                     // Nested calls' progress goes under the client's token.
+                    let call_id = front::call_id(call);
                     let token = params.pointer("/_meta/progressToken").cloned();
                     if let Some(t) = token.clone() {
                         self.progress.begin(&call_id, t);
                     }
-                    let tc = ToolCall::new(call_id.clone(), "run_code", args);
-                    let called = registry.call_with_signal(&tc, signal);
+                    let result = front::run_code(&registry, call, args, "mcp proxy");
                     if token.is_some() {
                         self.progress.end(&call_id);
                     }
-                    let r = match called {
-                        Ok(r) => r,
-                        Err(not_durable) => {
-                            eprintln!("spillway: mcp proxy: {not_durable}");
-                            *not_durable.result
-                        }
-                    };
-                    return Ok(json!({"content": r.content, "isError": r.is_error}));
+                    return Ok(result);
                 }
+                let signal = call.map(|c| c.1.clone()).unwrap_or_default();
                 if let Some(v) = self.opts.names.call(store, budget, name, &args) {
                     return Ok(v);
                 }
@@ -267,65 +227,15 @@ impl Front {
                     None => Err((rpc::INVALID_PARAMS, format!("unknown tool: {name}"))),
                 }
             }
-            "resources/list" => Ok(json!({"resources": []})),
-            "resources/templates/list" => {
-                Ok(json!({"resourceTemplates": [tools::resource_template()]}))
-            }
-            "resources/read" => {
-                let uri = params
-                    .get("uri")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                tools::read_resource(store, uri, budget)
-                    .map_err(|e| (rpc::INVALID_PARAMS, format!("{uri}: {e}")))
-            }
             other => Err((rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
         }
     }
 }
 
-/// A tool the registry and the front share.
-struct Shared(Arc<UpstreamTool>);
-
-impl spillway_registry::Tool for Shared {
-    fn name(&self) -> &str {
-        self.0.name()
+impl Answers for Front {
+    fn answer(&self, method: &str, params: &Value, call: CallRef<'_>) -> Answer {
+        self.reply(method, params, call)
     }
-    fn group(&self) -> Option<&str> {
-        self.0.group()
-    }
-    fn member(&self) -> &str {
-        self.0.member()
-    }
-    fn description(&self) -> Option<&str> {
-        self.0.description()
-    }
-    fn input_schema(&self) -> Value {
-        self.0.input_schema()
-    }
-    fn output_schema(&self) -> Option<Value> {
-        self.0.output_schema()
-    }
-    fn execute(
-        &self,
-        cx: &mut spillway_registry::Cx<'_>,
-        args: &Value,
-    ) -> Result<spillway_registry::Rendered, spillway_registry::ToolError> {
-        self.0.execute(cx, args)
-    }
-}
-
-/// A call received and not answered yet: its cancellation signal, and
-/// whether it was cancelled.
-type Running = (Arc<AtomicUsize>, Arc<AtomicBool>);
-
-/// A call on its way to a worker.
-struct Job {
-    id: Value,
-    method: String,
-    params: Value,
-    signal: Arc<AtomicUsize>,
-    cancelled: Arc<AtomicBool>,
 }
 
 /// Serves the client until its input ends, then stops the upstream
@@ -385,113 +295,23 @@ pub fn run(
         log,
         progress,
     });
-    let calls: Arc<Mutex<HashMap<String, Running>>> = Arc::default();
-    let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
-    let jobs_rx = Arc::new(Mutex::new(jobs_rx));
-    let workers: Vec<_> = (0..MAX_CONCURRENT_CALLS)
-        .map(|_| {
-            let (jobs, calls, out, front) =
-                (jobs_rx.clone(), calls.clone(), out.clone(), front.clone());
-            std::thread::spawn(move || loop {
-                let job = match lock(&jobs).recv() {
-                    Ok(j) => j,
-                    Err(_) => return,
-                };
-                let answer = (!job.cancelled.load(Ordering::SeqCst))
-                    .then(|| front.answer(&job.method, &job.params, Some((&job.id, &job.signal))));
-                lock(&calls).remove(&job.id.to_string());
-                if job.cancelled.load(Ordering::SeqCst) {
-                    continue;
-                }
-                let _ = match answer {
-                    Some(Ok(result)) => out.result(&job.id, result),
-                    Some(Err((code, message))) => out.error(&job.id, code, &message),
-                    None => Ok(()),
-                };
-            })
-        })
-        .collect();
-    let mut failed = Ok(());
     let signalled = || {
         forward
             .as_ref()
             .is_some_and(|f| f.load(Ordering::SeqCst) != 0)
     };
-    loop {
-        let raw = match lines_rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(raw) => raw,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                if signalled() {
-                    break;
-                }
-                continue;
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        };
+    // A line at a time, or the end: of the input, or at a signal.
+    let mut next = || loop {
         if signalled() {
-            break;
+            return None;
         }
-        let msg = match rpc::parse(&raw) {
-            Ok(m) => m,
-            Err(e) => {
-                failed = out.error(&Value::Null, rpc::PARSE_ERROR, &e);
-                if failed.is_err() {
-                    break;
-                }
-                continue;
-            }
-        };
-        let Some(method) = msg.get("method").and_then(Value::as_str) else {
-            continue;
-        };
-        let params = msg.get("params").cloned().unwrap_or(Value::Null);
-        let Some(id) = msg.get("id").filter(|v| !v.is_null()) else {
-            if method == "notifications/cancelled" {
-                if let Some(target) = params.get("requestId") {
-                    if let Some((signal, cancelled)) = lock(&calls).get(&target.to_string()) {
-                        cancelled.store(true, Ordering::SeqCst);
-                        signal.store(9, Ordering::SeqCst);
-                    }
-                }
-            }
-            continue;
-        };
-        if matches!(method, "tools/call" | "tools/list" | "resources/read") {
-            let (signal, cancelled) = (
-                Arc::new(AtomicUsize::new(0)),
-                Arc::new(AtomicBool::new(false)),
-            );
-            lock(&calls).insert(id.to_string(), (signal.clone(), cancelled.clone()));
-            let job = Job {
-                id: id.clone(),
-                method: method.to_owned(),
-                params,
-                signal,
-                cancelled,
-            };
-            if jobs_tx.send(job).is_err() {
-                break;
-            }
-            continue;
+        match lines_rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(raw) => return Some(raw),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return None,
         }
-        failed = match front.answer(method, &params, None) {
-            Ok(result) => out.result(id, result),
-            Err((code, message)) => out.error(id, code, &message),
-        };
-        if failed.is_err() {
-            break;
-        }
-    }
-    drop(jobs_tx);
-    if signalled() {
-        // Stop what runs: programs end, their commands and calls are cancelled.
-        for (signal, _) in lock(&calls).values() {
-            signal.store(9, Ordering::SeqCst);
-        }
-    }
-    for w in workers {
-        let _ = w.join();
-    }
+    };
+    let failed = front::serve(front.clone(), &mut next, &out, &signalled);
     for u in &front.upstreams {
         u.shutdown();
     }

@@ -18,6 +18,7 @@
 mod bound;
 mod code;
 pub mod code_proxy;
+mod front;
 pub mod proxy;
 mod rpc;
 pub mod server;

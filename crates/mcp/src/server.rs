@@ -16,12 +16,11 @@
 //! asks. At the end of the input, the calls already received are finished
 //! and answered.
 
-use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -29,42 +28,19 @@ use spillway::Spiller;
 use spillway_process::{run_merged, RunOptions};
 
 use spillway_registry::events::{Event, SessionLog};
-use spillway_registry::{Block, Presentation, Registry, ToolCall};
+use spillway_registry::{Block, Registry};
 
+use crate::front::{self, Answer, Answers, CallRef};
 use crate::rpc::{self, Out};
 use crate::tools::{self, ToolNames};
 
-/// The protocol revisions this server answers with the `initialize`
-/// handshake, oldest first.
-pub const PROTOCOL_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+pub use crate::front::{MAX_CONCURRENT_CALLS, PROTOCOL_VERSIONS};
 
 /// Room for `run`'s status lines after the preview.
 const STATUS_ROOM: usize = 200;
 
 /// The longest `timeout` a `run` call may ask for: one hour.
 pub(crate) const MAX_TIMEOUT: f64 = 3600.0;
-
-/// How many calls (tools, resource reads) run at once; more wait their
-/// turn.
-pub const MAX_CONCURRENT_CALLS: usize = 8;
-
-/// SIGKILL, passed on to a cancelled command's process group.
-const SIGKILL: usize = 9;
-
-/// A call received and not yet answered.
-struct Call {
-    /// Set to a signal number to pass on to the command.
-    signal: Arc<AtomicUsize>,
-    cancelled: AtomicBool,
-}
-
-/// A call on its way to a worker.
-struct Job {
-    id: Value,
-    method: String,
-    params: Value,
-    call: Arc<Call>,
-}
 
 /// How [`serve_with`] serves.
 #[derive(Debug)]
@@ -166,162 +142,43 @@ pub fn serve_with(
         registry,
         log: opts.session_log.clone(),
     });
-    let calls: Arc<Mutex<HashMap<String, Arc<Call>>>> = Arc::default();
-    let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
-    let jobs_rx = Arc::new(Mutex::new(jobs_rx));
-    let workers: Vec<_> = (0..MAX_CONCURRENT_CALLS)
-        .map(|_| {
-            let (jobs, calls, out) = (jobs_rx.clone(), calls.clone(), out.clone());
-            let server = server.clone();
-            std::thread::spawn(move || loop {
-                let job = match lock(&jobs).recv() {
-                    Ok(j) => j,
-                    Err(_) => return,
-                };
-                let answer = if job.call.cancelled.load(Ordering::SeqCst) {
-                    None
-                } else {
-                    Some(answer(
-                        &server,
-                        &job.method,
-                        &job.params,
-                        Some((&job.id, &job.call.signal)),
-                    ))
-                };
-                lock(&calls).remove(&job.id.to_string());
-                if job.call.cancelled.load(Ordering::SeqCst) {
-                    continue;
-                }
-                // The input's end stops the server; a failed write here
-                // only loses an answer nobody reads.
-                let _ = match answer {
-                    Some(Ok(result)) => out.result(&job.id, result),
-                    Some(Err((code, message))) => out.error(&job.id, code, &message),
-                    None => Ok(()),
-                };
-            })
-        })
-        .collect();
     let mut line = Vec::new();
-    let mut failed = Ok(());
-    while let Some(raw) = rpc::next_line(input, &mut line) {
-        let msg = match rpc::parse(raw) {
-            Ok(m) => m,
-            Err(e) => {
-                failed = out.error(&Value::Null, rpc::PARSE_ERROR, &e);
-                if failed.is_err() {
-                    break;
-                }
-                continue;
-            }
-        };
-        let Some(method) = msg.get("method").and_then(Value::as_str) else {
-            // A response (to nothing: this server sends no requests).
-            continue;
-        };
-        let params = msg.get("params").cloned().unwrap_or(Value::Null);
-        let Some(id) = msg.get("id").filter(|v| !v.is_null()) else {
-            // A notification: only a cancellation asks for something.
-            if method == "notifications/cancelled" {
-                if let Some(target) = params.get("requestId") {
-                    if let Some(call) = lock(&calls).get(&target.to_string()) {
-                        call.cancelled.store(true, Ordering::SeqCst);
-                        call.signal.store(SIGKILL, Ordering::SeqCst);
-                    }
-                }
-            }
-            continue;
-        };
-        if matches!(method, "tools/call" | "resources/read") {
-            let call = Arc::new(Call {
-                signal: Arc::new(AtomicUsize::new(0)),
-                cancelled: AtomicBool::new(false),
-            });
-            lock(&calls).insert(id.to_string(), call.clone());
-            let job = Job {
-                id: id.clone(),
-                method: method.to_owned(),
-                params,
-                call,
-            };
-            if jobs_tx.send(job).is_err() {
-                break;
-            }
-            continue;
-        }
-        failed = match answer(&server, method, &params, None) {
-            Ok(result) => out.result(id, result),
-            Err((code, message)) => out.error(id, code, &message),
-        };
-        if failed.is_err() {
-            break;
-        }
-    }
+    let mut next = || rpc::next_line(input, &mut line).map(<[u8]>::to_vec);
     // The calls received are finished and answered.
-    drop(jobs_tx);
-    for w in workers {
-        let _ = w.join();
+    front::serve(server, &mut next, &out, &|| false)
+}
+
+impl Answers for Server {
+    fn answer(&self, method: &str, params: &Value, call: CallRef<'_>) -> Answer {
+        answer(self, method, params, call)
     }
-    failed
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn answer(
-    srv: &Server,
-    method: &str,
-    params: &Value,
-    call: Option<(&Value, &Arc<AtomicUsize>)>,
-) -> Result<Value, (i64, String)> {
+fn answer(srv: &Server, method: &str, params: &Value, call: CallRef<'_>) -> Answer {
+    if let Some(a) = front::common(method, params, &srv.spiller) {
+        return a;
+    }
     let store = srv.spiller.store();
     let budget = srv.spiller.policy().max_inline_bytes();
     match method {
-        "initialize" => {
-            let asked = params
-                .get("protocolVersion")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let version = if PROTOCOL_VERSIONS.contains(&asked) {
-                asked
-            } else {
-                PROTOCOL_VERSIONS[PROTOCOL_VERSIONS.len() - 1]
-            };
-            Ok(json!({
-                "protocolVersion": version,
-                "capabilities": {"tools": {"listChanged": false}, "resources": {}},
-                "serverInfo": {"name": "spillway", "version": env!("CARGO_PKG_VERSION")},
-                "instructions": "run executes a shell command; long output comes back as a bounded head and tail with a notice, and spill_read and spill_grep read the rest. run_code runs a JavaScript program that calls these tools with await tools.<name>(args) and gets their complete output."
-            }))
-        }
-        "ping" => Ok(json!({})),
+        "initialize" => Ok(front::initialize(
+            params,
+            "spillway",
+            "run executes a shell command; long output comes back as a bounded head and tail with a notice, and spill_read and spill_grep read the rest. run_code runs a JavaScript program that calls these tools with await tools.<name>(args) and gets their complete output.",
+            false,
+        )),
         "tools/list" => {
-            let mut list = vec![run_definition(), run_code_definition(&srv.registry)];
+            let mut list = vec![run_definition(), front::run_code_definition(&srv.registry, "")];
             list.extend(srv.names.definitions());
             Ok(json!({"tools": list}))
         }
         "tools/call" => {
             let (name, args) = rpc::call_parts(params);
-            let call_id = match call.map(|c| c.0) {
-                Some(Value::String(s)) => s.clone(),
-                Some(other) => other.to_string(),
-                None => String::new(),
-            };
-            let signal = call.map(|c| c.1);
             if name == "run_code" {
-                let tc = ToolCall::new(call_id, "run_code", args);
-                let signal = signal.cloned().unwrap_or_default();
-                let r = match srv.registry.call_with_signal(&tc, signal) {
-                    Ok(r) => r,
-                    Err(not_durable) => {
-                        eprintln!("spillway: mcp serve: {not_durable}");
-                        *not_durable.result
-                    }
-                };
-                return Ok(json!({"content": r.content, "isError": r.is_error}));
+                return Ok(front::run_code(&srv.registry, call, args, "mcp serve"));
             }
-            logged(srv, &call_id, name, &args, || {
+            let signal = call.map(|c| c.1);
+            logged(srv, &front::call_id(call), name, &args, || {
                 if name == "run" {
                     return Some(run_tool(&srv.run_spiller, &args, signal));
                 }
@@ -329,39 +186,8 @@ fn answer(
             })
             .ok_or_else(|| (rpc::INVALID_PARAMS, format!("unknown tool: {name}")))
         }
-        "resources/list" => Ok(json!({"resources": []})),
-        "resources/templates/list" => {
-            Ok(json!({"resourceTemplates": [tools::resource_template()]}))
-        }
-        "resources/read" => {
-            let uri = params
-                .get("uri")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            tools::read_resource(store, uri, budget)
-                .map_err(|e| (rpc::INVALID_PARAMS, format!("{uri}: {e}")))
-        }
         other => Err((rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
     }
-}
-
-/// `run_code`'s definition: its description ends with the SDK declaration
-/// of the tools its programs call.
-fn run_code_definition(registry: &Registry) -> Value {
-    let spec = registry
-        .tools(Presentation::Ptc)
-        .into_iter()
-        .find(|t| t.name == "run_code");
-    let (description, schema) = spec
-        .map(|s| (s.description.unwrap_or_default(), s.input_schema))
-        .unwrap_or_default();
-    json!({
-        "name": "run_code",
-        "title": "Run a JavaScript program that calls the tools",
-        "description": description,
-        "inputSchema": schema,
-        "annotations": {"destructiveHint": true, "openWorldHint": true}
-    })
 }
 
 /// Answers a call of `run` or a spill tool with `f`; with a session log,
@@ -415,10 +241,12 @@ fn run_definition() -> Value {
     })
 }
 
-/// Runs a `run` call; every failure is an error result.
-fn run_tool(spiller: &Spiller, args: &Value, signal: Option<&Arc<AtomicUsize>>) -> Value {
+/// A `run` call's command and options from its arguments: `sh -c
+/// COMMAND` in `cwd`, killed after `timeout` seconds; a message for bad
+/// arguments.
+pub(crate) fn run_command(args: &Value) -> Result<(Command, RunOptions), String> {
     let Some(command) = args.get("command").and_then(Value::as_str) else {
-        return tools::tool_result("run needs a string `command`".into(), true);
+        return Err("run needs a string `command`".into());
     };
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
@@ -429,17 +257,13 @@ fn run_tool(spiller: &Spiller, args: &Value, signal: Option<&Arc<AtomicUsize>>) 
         Some(Value::String(dir)) => {
             let dir = PathBuf::from(dir);
             if !dir.is_dir() {
-                return tools::tool_result(
-                    format!("run: cwd {}: not a directory", dir.display()),
-                    true,
-                );
+                return Err(format!("run: cwd {}: not a directory", dir.display()));
             }
             cmd.current_dir(dir);
         }
-        Some(_) => return tools::tool_result("run: `cwd` must be a string".into(), true),
+        Some(_) => return Err("run: `cwd` must be a string".into()),
     }
     let mut opts = RunOptions::default();
-    opts.forward = signal.cloned();
     match args.get("timeout") {
         None | Some(Value::Null) => {}
         Some(v) => match v.as_f64() {
@@ -447,15 +271,22 @@ fn run_tool(spiller: &Spiller, args: &Value, signal: Option<&Arc<AtomicUsize>>) 
                 opts.timeout = Some(Duration::from_secs_f64(t))
             }
             _ => {
-                return tools::tool_result(
-                    format!(
+                return Err(format!(
                     "run: `timeout` must be a number of seconds above 0 and at most {MAX_TIMEOUT}"
-                ),
-                    true,
-                )
+                ))
             }
         },
     }
+    Ok((cmd, opts))
+}
+
+/// Runs a `run` call; every failure is an error result.
+fn run_tool(spiller: &Spiller, args: &Value, signal: Option<&Arc<AtomicUsize>>) -> Value {
+    let (mut cmd, mut opts) = match run_command(args) {
+        Ok(c) => c,
+        Err(e) => return tools::tool_result(e, true),
+    };
+    opts.forward = signal.cloned();
     let mut stage = spiller.stage();
     let finished = run_merged(&mut cmd, &opts, &mut stage, &mut |_| {});
     let outcome = match stage.finish() {
@@ -507,6 +338,7 @@ mod tests {
     use super::*;
     use std::io::{BufReader, Read};
     use std::os::unix::net::UnixStream;
+    use std::sync::mpsc;
     use std::time::Instant;
 
     /// A server on a socket pair: what the test writes, and the lines the

@@ -262,6 +262,32 @@ pub trait Tool: Send + Sync {
     fn execute(&self, cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError>;
 }
 
+/// A shared tool is a tool: a harness that keeps a handle on a tool it
+/// registered (to list or call it itself) registers the `Arc`.
+impl<T: Tool + ?Sized> Tool for Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn group(&self) -> Option<&str> {
+        (**self).group()
+    }
+    fn member(&self) -> &str {
+        (**self).member()
+    }
+    fn description(&self) -> Option<&str> {
+        (**self).description()
+    }
+    fn input_schema(&self) -> Value {
+        (**self).input_schema()
+    }
+    fn output_schema(&self) -> Option<Value> {
+        (**self).output_schema()
+    }
+    fn execute(&self, cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
+        (**self).execute(cx, args)
+    }
+}
+
 /// A pre-execute policy: `Err(reason)` denies the call.
 pub trait PrePolicy: Send + Sync {
     /// Checks a call before it runs.

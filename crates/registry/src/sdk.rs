@@ -30,23 +30,13 @@ pub struct ToolSpec {
 
 /// The declaration of `tools` as `tools.<name>(args)`.
 pub fn declaration(tools: &[ToolSpec]) -> String {
-    let mut out = String::from("declare const tools: {\n");
-    members(tools, 1, &mut out);
-    out.push_str("};\n");
-    out
+    declaration_mixed(tools, &[])
 }
 
 /// The declaration of several servers' tools as
 /// `tools.<server>.<name>(args)`.
 pub fn declaration_by_server(servers: &[(String, Vec<ToolSpec>)]) -> String {
-    let mut out = String::from("declare const tools: {\n");
-    for (server, tools) in servers {
-        out.push_str(&format!("  {}: {{\n", key(server)));
-        members(tools, 2, &mut out);
-        out.push_str("  };\n");
-    }
-    out.push_str("};\n");
-    out
+    declaration_mixed(&[], servers)
 }
 
 /// The declaration of tools of no server as `tools.<name>(args)` and of

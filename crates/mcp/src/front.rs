@@ -1,0 +1,261 @@
+//! What spillway's two MCP servers (`mcp serve` and `mcp proxy
+//! --code-mode`) share: the loop that reads the client, answers at once
+//! what is quick and runs calls on a pool of workers, cancellation, and the
+//! answers that are the same for both.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+
+use serde_json::{json, Value};
+use spillway::Spiller;
+use spillway_registry::{Registry, ToolCall};
+
+use crate::rpc::{self, Out};
+use crate::tools;
+
+/// The protocol revisions the servers answer with the `initialize`
+/// handshake, oldest first.
+pub const PROTOCOL_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// How many calls (tools, lists, resource reads) run at once; more wait
+/// their turn.
+pub const MAX_CONCURRENT_CALLS: usize = 8;
+
+/// SIGKILL, passed on to a cancelled call's command.
+const SIGKILL: usize = 9;
+
+/// A worker's call: the request's id, and its cancellation signal.
+pub(crate) type CallRef<'a> = Option<(&'a Value, &'a Arc<AtomicUsize>)>;
+
+/// An answer, or a JSON-RPC error's code and message.
+pub(crate) type Answer = Result<Value, (i64, String)>;
+
+/// A server: what it answers to each request.
+pub(crate) trait Answers: Send + Sync + 'static {
+    /// The answer to `method`; `call` is set for a request a worker runs.
+    fn answer(&self, method: &str, params: &Value, call: CallRef<'_>) -> Answer;
+}
+
+/// A call received and not answered yet.
+struct Call {
+    /// Set to a signal number to pass on to what the call runs.
+    signal: Arc<AtomicUsize>,
+    cancelled: AtomicBool,
+}
+
+/// A call on its way to a worker.
+struct Job {
+    id: Value,
+    method: String,
+    params: Value,
+    call: Arc<Call>,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Serves the lines `next` gives (`None`: the input ended, or the server
+/// must stop) until they end. Tool calls, tool lists and resource reads
+/// run on [`MAX_CONCURRENT_CALLS`] workers, so a long call delays no
+/// `ping` and no other call; the rest is answered at once.
+/// `notifications/cancelled` stops a running call (a command it runs is
+/// killed) or drops one not started, and a cancelled request gets no
+/// answer. When `next` ends, the calls received are answered, unless
+/// `stop()` says to stop: then they are cancelled.
+///
+/// # Errors
+///
+/// When `out` fails.
+pub(crate) fn serve(
+    server: Arc<dyn Answers>,
+    next: &mut dyn FnMut() -> Option<Vec<u8>>,
+    out: &Out,
+    stop: &dyn Fn() -> bool,
+) -> std::io::Result<()> {
+    let calls: Arc<Mutex<HashMap<String, Arc<Call>>>> = Arc::default();
+    let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
+    let jobs_rx = Arc::new(Mutex::new(jobs_rx));
+    let workers: Vec<_> = (0..MAX_CONCURRENT_CALLS)
+        .map(|_| {
+            let (jobs, calls, out, server) =
+                (jobs_rx.clone(), calls.clone(), out.clone(), server.clone());
+            std::thread::spawn(move || loop {
+                let job = match lock(&jobs).recv() {
+                    Ok(j) => j,
+                    Err(_) => return,
+                };
+                let answer = (!job.call.cancelled.load(Ordering::SeqCst)).then(|| {
+                    server.answer(&job.method, &job.params, Some((&job.id, &job.call.signal)))
+                });
+                lock(&calls).remove(&job.id.to_string());
+                if job.call.cancelled.load(Ordering::SeqCst) {
+                    continue;
+                }
+                // The input's end stops the server; a failed write here
+                // only loses an answer nobody reads.
+                let _ = match answer {
+                    Some(Ok(result)) => out.result(&job.id, result),
+                    Some(Err((code, message))) => out.error(&job.id, code, &message),
+                    None => Ok(()),
+                };
+            })
+        })
+        .collect();
+    let mut failed = Ok(());
+    while let Some(raw) = next() {
+        let msg = match rpc::parse(&raw) {
+            Ok(m) => m,
+            Err(e) => {
+                failed = out.error(&Value::Null, rpc::PARSE_ERROR, &e);
+                if failed.is_err() {
+                    break;
+                }
+                continue;
+            }
+        };
+        let Some(method) = msg.get("method").and_then(Value::as_str) else {
+            // A response (to nothing: these servers send no requests).
+            continue;
+        };
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        let Some(id) = msg.get("id").filter(|v| !v.is_null()) else {
+            // A notification: only a cancellation asks for something.
+            if method == "notifications/cancelled" {
+                if let Some(target) = params.get("requestId") {
+                    if let Some(call) = lock(&calls).get(&target.to_string()) {
+                        call.cancelled.store(true, Ordering::SeqCst);
+                        call.signal.store(SIGKILL, Ordering::SeqCst);
+                    }
+                }
+            }
+            continue;
+        };
+        if matches!(method, "tools/call" | "tools/list" | "resources/read") {
+            let call = Arc::new(Call {
+                signal: Arc::new(AtomicUsize::new(0)),
+                cancelled: AtomicBool::new(false),
+            });
+            lock(&calls).insert(id.to_string(), call.clone());
+            let job = Job {
+                id: id.clone(),
+                method: method.to_owned(),
+                params,
+                call,
+            };
+            if jobs_tx.send(job).is_err() {
+                break;
+            }
+            continue;
+        }
+        failed = match server.answer(method, &params, None) {
+            Ok(result) => out.result(id, result),
+            Err((code, message)) => out.error(id, code, &message),
+        };
+        if failed.is_err() {
+            break;
+        }
+    }
+    drop(jobs_tx);
+    if stop() {
+        // Stopping: what runs is cancelled (a command it runs is killed).
+        for call in lock(&calls).values() {
+            call.signal.store(SIGKILL, Ordering::SeqCst);
+        }
+    }
+    for w in workers {
+        let _ = w.join();
+    }
+    failed
+}
+
+/// The `initialize` answer: the client's protocol revision when this
+/// server speaks it, else the newest.
+pub(crate) fn initialize(
+    params: &Value,
+    name: &str,
+    instructions: &str,
+    list_changed: bool,
+) -> Value {
+    let asked = params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let version = if PROTOCOL_VERSIONS.contains(&asked) {
+        asked
+    } else {
+        PROTOCOL_VERSIONS[PROTOCOL_VERSIONS.len() - 1]
+    };
+    json!({
+        "protocolVersion": version,
+        "capabilities": {"tools": {"listChanged": list_changed}, "resources": {}},
+        "serverInfo": {"name": name, "version": env!("CARGO_PKG_VERSION")},
+        "instructions": instructions
+    })
+}
+
+/// The answers both servers give alike: `ping`, and the stored objects as
+/// `spillway://` resources. `None` for another method.
+pub(crate) fn common(method: &str, params: &Value, spiller: &Spiller) -> Option<Answer> {
+    Some(match method {
+        "ping" => Ok(json!({})),
+        "resources/list" => Ok(json!({"resources": []})),
+        "resources/templates/list" => {
+            Ok(json!({"resourceTemplates": [tools::resource_template()]}))
+        }
+        "resources/read" => {
+            let uri = params
+                .get("uri")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            tools::read_resource(spiller.store(), uri, spiller.policy().max_inline_bytes())
+                .map_err(|e| (rpc::INVALID_PARAMS, format!("{uri}: {e}")))
+        }
+        _ => return None,
+    })
+}
+
+/// The id a call is recorded by: the request's id as text.
+pub(crate) fn call_id(call: CallRef<'_>) -> String {
+    match call.map(|c| c.0) {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+/// A `run_code` call through `registry`, cancellable through `call`'s
+/// signal, as a `tools/call` result. A session log that cannot be written
+/// is said on stderr; the result still goes back.
+pub(crate) fn run_code(registry: &Registry, call: CallRef<'_>, args: Value, who: &str) -> Value {
+    let tc = ToolCall::new(call_id(call), "run_code", args);
+    let signal = call.map(|c| c.1.clone()).unwrap_or_default();
+    let r = match registry.call_with_signal(&tc, signal) {
+        Ok(r) => r,
+        Err(not_durable) => {
+            eprintln!("spillway: {who}: {not_durable}");
+            *not_durable.result
+        }
+    };
+    json!({"content": r.content, "isError": r.is_error})
+}
+
+/// `run_code`'s tool definition from `registry`: its description ends
+/// with the SDK declaration of the tools its programs call, then `more`.
+pub(crate) fn run_code_definition(registry: &Registry, more: &str) -> Value {
+    let spec = registry
+        .tools(spillway_registry::Presentation::Ptc)
+        .into_iter()
+        .find(|t| t.name == "run_code");
+    let (description, schema) = spec
+        .map(|s| (s.description.unwrap_or_default(), s.input_schema))
+        .unwrap_or_default();
+    json!({
+        "name": "run_code",
+        "title": "Run a JavaScript program that calls the tools",
+        "description": format!("{description}{more}"),
+        "inputSchema": schema,
+        "annotations": {"destructiveHint": true, "openWorldHint": true}
+    })
+}
