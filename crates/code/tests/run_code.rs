@@ -462,6 +462,55 @@ fn a_flood_of_prints_is_bounded_and_stored_whole() {
     assert_eq!(full.iter().filter(|&&b| b == b'\n').count(), 200_000);
 }
 
+/// The sizes users hit most: an output that fits, and one just over its
+/// budget, half again, twice. What fits comes back whole and nothing is
+/// stored; what does not is bounded, starts and ends as the output does,
+/// and its stored copy is the whole output, byte for byte.
+#[test]
+fn outputs_at_and_just_over_the_budget() {
+    let h = harness();
+    for (i, factor) in [0.99, 1.02, 1.5, 2.0].into_iter().enumerate() {
+        // Each line 51 bytes and its newline; then the result, `done`.
+        let n = ((factor * 4096.0 - 4.0) / 52.0) as usize;
+        let code = format!(
+            "for (let i = 0; i < {n}; i++) print('line ' + String(i).padStart(5, '0') + ' ' + 'x'.repeat(40)); return 'done';"
+        );
+        let mut full = String::new();
+        for i in 0..n {
+            full.push_str(&format!("line {i:05} {}\n", "x".repeat(40)));
+        }
+        full.push_str("done");
+        let r = run(&h, &format!("s{i}"), &code);
+        assert!(!r.is_error);
+        let t = text(&r);
+        if full.len() <= 4096 {
+            assert_eq!(t, full, "{factor}");
+            assert!(r.meta.spills.is_empty());
+            continue;
+        }
+        assert!(t.len() <= 4096, "{factor}: {}", t.len());
+        assert!(
+            t.starts_with("line 00000 ") && t.ends_with("\ndone"),
+            "{factor}: {t}"
+        );
+        let stored = h
+            .registry
+            .store()
+            .read(&r.meta.spills[0], &Selection::All)
+            .unwrap();
+        assert_eq!(stored, full.as_bytes(), "{factor}");
+        // A failure just as long keeps its error in the preview's tail.
+        let failing = code.replace("return 'done';", "throw new Error('boom');");
+        let r = run(&h, &format!("f{i}"), &failing);
+        assert!(r.is_error && text(&r).len() <= 4096);
+        assert!(
+            text(&r).contains("\nCODE_RUN_FAILED: Uncaught Error: boom"),
+            "{factor}: {}",
+            text(&r)
+        );
+    }
+}
+
 // ---- limits ----
 
 fn assert_limit(r: &ToolResult, started: Instant, limit_s: f64, needle: &str) {

@@ -1293,19 +1293,22 @@ fn a_tool_policy_bounds_that_tool_only() {
 
 /// The SDK declaration a `run_code` program is written against lists the
 /// registry's tools with their argument types, and not `run_code` itself.
-#[test]
-fn the_sdk_declares_every_tool_a_program_can_call() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("store")).unwrap();
-    let log = Arc::new(SessionLog::open(dir.path().join("s.jsonl"), LogSync::EveryEvent).unwrap());
-    let policy = Policy::builder().max_inline_bytes(8192).build().unwrap();
-    let registry = Registry::builder(Spiller::new(policy, store).unwrap(), log)
+fn code_mode_registry(dir: &std::path::Path) -> Registry {
+    let store = Store::open(dir.join("store")).unwrap();
+    let log = Arc::new(SessionLog::open(dir.join("s.jsonl"), LogSync::EveryEvent).unwrap());
+    Registry::builder(Spiller::new(Policy::default(), store).unwrap(), log)
         .unwrap()
         .tool(RunCode::new(programs as Program))
         .tool(Bash::default())
         .tool(SpillRead)
         .tool(SpillGrep)
-        .build();
+        .build()
+}
+
+#[test]
+fn the_sdk_declares_every_tool_a_program_can_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = code_mode_registry(dir.path());
     let sdk = registry.sdk();
     assert!(sdk.starts_with("declare const tools: {\n"), "{sdk}");
     for want in [
@@ -1331,15 +1334,7 @@ fn the_sdk_declares_every_tool_a_program_can_call() {
 #[test]
 fn the_presentation_modes_list_the_tools_the_seed_names() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("store")).unwrap();
-    let log = Arc::new(SessionLog::open(dir.path().join("s.jsonl"), LogSync::EveryEvent).unwrap());
-    let registry = Registry::builder(Spiller::new(Policy::default(), store).unwrap(), log)
-        .unwrap()
-        .tool(RunCode::new(programs as Program))
-        .tool(Bash::default())
-        .tool(SpillRead)
-        .tool(SpillGrep)
-        .build();
+    let registry = code_mode_registry(dir.path());
     let names = |mode: &str| -> Vec<String> {
         registry
             .tools(mode.parse::<Presentation>().unwrap())
