@@ -14,8 +14,9 @@
 //! * `terminal/<input>`: the terminal render beside the raw one on the
 //!   same spill (`stage-terminal` over `stage-raw-render`), the salient
 //!   scan on top (`stage-terminal-salient`), and a token budget beside none
-//!   (`stage-terminal-tokens` over `stage-terminal`), on plain text and on
-//!   heavily coloured build output.
+//!   (`stage-terminal-tokens` over `stage-terminal`), on plain text, on
+//!   heavily coloured build output, and on a flood of error lines (three
+//!   in four match a salient pattern).
 //!
 //! `python3 benches/ratios.py` prints each case over its baseline.
 //!
@@ -141,6 +142,35 @@ fn coloured_log(len: usize) -> Vec<u8> {
     out
 }
 
+/// A badly failing build: three lines in four match a salient pattern
+/// (compiler errors, warnings, error-level log lines), with ids, paths and
+/// numbers that differ from line to line.
+fn flood_log(len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 128);
+    let mut i = 0u64;
+    while out.len() < len {
+        i += 1;
+        let line = match i % 4 {
+            0 => format!("error[E0425]: cannot find value `v{i}` in this scope\n"),
+            1 => format!("   --> src/module_{}/file_{i}.rs:{}:17\n", i % 37, i % 900),
+            2 => format!(
+                "warning: unused variable `x{i}` --> src/lib.rs:{}:9\n",
+                i % 400
+            ),
+            _ => format!(
+                "2026-12-03T10:{:02}:{:02}Z ERROR request {i} failed: connection reset by 10.0.{}.{}\n",
+                i % 60,
+                i % 59,
+                i % 250,
+                i % 200
+            ),
+        };
+        out.extend_from_slice(line.as_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
 fn terminal(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("store")).unwrap();
@@ -169,7 +199,12 @@ fn terminal(c: &mut Criterion) {
             continue;
         }
         let measure = measurement(len);
-        for (kind, input) in [("plain", plain_log(len)), ("coloured", coloured_log(len))] {
+        let kinds = [
+            ("plain", plain_log(len)),
+            ("coloured", coloured_log(len)),
+            ("flood", flood_log(len)),
+        ];
+        for (kind, input) in kinds {
             let mut g = c.benchmark_group(format!("terminal/{kind}"));
             g.throughput(Throughput::Bytes(len as u64));
             g.measurement_time(measure)

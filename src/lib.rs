@@ -80,7 +80,10 @@ pub use notice::{
     shell_quote, NoticeTemplates, ReadHint, Template, TemplateError, MAX_ERROR_BYTES, SHORT_ID_LEN,
 };
 pub use render::Render;
-pub use salient::{SalientError, SalientPatterns, DEFAULT_SALIENT, DEFAULT_SALIENT_PERCENT};
+pub use salient::{
+    SalientError, SalientPattern, SalientPatterns, SalientRank, DEFAULT_SALIENT,
+    DEFAULT_SALIENT_PERCENT,
+};
 pub use tokens::Tokenizer;
 
 pub use outcome::{ContentFormat, Outcome, StoreFailure, TokenCount};

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::json::Format;
 use crate::notice::{self, NoticeTemplates, ReadHint, Template, TemplateError};
 use crate::render::Render;
-use crate::salient::{SalientError, SalientPatterns, DEFAULT_SALIENT_PERCENT};
+use crate::salient::{SalientError, SalientPattern, SalientPatterns, DEFAULT_SALIENT_PERCENT};
 pub use crate::store::Durability;
 use crate::store::{Encoding, WriteOptions};
 use crate::tokens::Tokenizer;
@@ -625,19 +625,16 @@ impl PolicyBuilder {
     /// The regular expressions (Rust regex syntax, one line at a time) of
     /// the lines an omitted middle shows between the head and the tail;
     /// none turns salient lines off. They are found in the rendered text,
-    /// so they apply with [`Render::Terminal`]. Default:
+    /// so they apply with [`Render::Terminal`]. A string is a pattern of
+    /// rank [`SalientRank::Error`](crate::SalientRank::Error); give a
+    /// [`SalientPattern`] for another rank. Default:
     /// [`DEFAULT_SALIENT`](crate::DEFAULT_SALIENT).
-    pub fn salient<I, S>(&mut self, patterns: I) -> &mut Self
+    pub fn salient<I, P>(&mut self, patterns: I) -> &mut Self
     where
-        I: IntoIterator<Item = S>,
-        S: AsRef<str>,
+        I: IntoIterator<Item = P>,
+        P: Into<SalientPattern>,
     {
-        self.config.salient = Some(
-            patterns
-                .into_iter()
-                .map(|p| p.as_ref().to_owned())
-                .collect(),
-        );
+        self.config.salient = Some(patterns.into_iter().map(Into::into).collect());
         self
     }
 
@@ -913,7 +910,7 @@ pub struct PolicyConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub render: Option<Render>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub salient: Option<Vec<String>>,
+    pub salient: Option<Vec<SalientPattern>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub salient_percent: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -236,7 +236,7 @@ fn many_matches_keep_the_first_and_the_last_within_the_share() {
     let block: usize = o
         .content
         .lines()
-        .filter(|l| l.starts_with("[spillway: ") && l.contains("error patterns"))
+        .filter(|l| l.starts_with("[spillway: ") && l.contains("warning patterns"))
         .chain(o.content.lines().filter(|l| {
             l.split_once(':')
                 .is_some_and(|(n, _)| n.parse::<u64>().is_ok_and(|n| o.salient_lines.contains(&n)))
@@ -244,11 +244,18 @@ fn many_matches_keep_the_first_and_the_last_within_the_share() {
         .map(|l| l.len() + 1)
         .sum();
     assert!(block <= (8 << 10) / 5, "{block}");
+    // One shape: its first and last lines, and a note on the rest.
     assert!(
-        o.content.contains("of 10000 omitted lines"),
+        o.content
+            .contains("10000 omitted lines match error or warning patterns, 1 shape; 2 shown"),
         "{}",
         o.content
     );
+    let between = format!(
+        " [+9998 like it, lines {}-{}]\n",
+        failing[1], failing[9_998]
+    );
+    assert!(o.content.contains(&between), "{}", o.content);
 }
 
 #[test]
@@ -755,8 +762,10 @@ fn salient_lines_after_redraws_carry_their_raw_line_numbers() {
                     line.starts_with("npm ERR! code "),
                     "{total}: line {n} is {line:?}"
                 );
+                let shown = format!("\n{n}:{line}");
                 assert!(
-                    o.content.contains(&format!("\n{n}:{line}\n")),
+                    o.content.contains(&format!("{shown}\n"))
+                        || o.content.contains(&format!("{shown} [+")),
                     "{total}: line {n}: {}",
                     o.content
                 );

@@ -11,8 +11,10 @@
 use super::{count_lines, cut_head, cut_tail, Limits, Place, Preview};
 use crate::notice::{Cut, Facts, Kind};
 use crate::render::side::{RawAt, Side};
-use crate::render::Parts;
-use crate::salient::{Candidate, Matcher};
+use std::collections::HashMap;
+
+use crate::render::{MiddleLines, Parts};
+use crate::salient::{shape, Candidate, Group, Matcher};
 
 /// What the rendered preview is made from.
 pub(crate) struct Rendered<'a> {
@@ -30,7 +32,7 @@ fn scan(side: &Side, from: usize, to: usize, matcher: &Matcher, out: &mut Vec<Ca
         return;
     }
     let text = &side.text[from..to];
-    for r in matcher.lines(text) {
+    for (r, rank) in matcher.lines(text.as_bytes()) {
         let start = from + r.start;
         // Only whole lines: the part's first line may be cut.
         if start > 0 && side.text.as_bytes()[start - 1] != b'\n' {
@@ -40,72 +42,228 @@ fn scan(side: &Side, from: usize, to: usize, matcher: &Matcher, out: &mut Vec<Ca
         let (Some(a), Some(b)) = (side.head_raw(start), side.tail_raw(end)) else {
             continue;
         };
-        out.push(Candidate::new(&text[r], a.line, a.raw, b.raw.max(a.raw)));
+        let line = &text[r];
+        out.push(Candidate::new(
+            line,
+            a.line,
+            (a.raw, b.raw.max(a.raw)),
+            rank,
+            shape::key(line.as_bytes()),
+        ));
     }
 }
 
-fn block_len(c: &Candidate) -> usize {
-    // `N:text\n`
-    c.line.checked_ilog10().map_or(1, |d| d as usize + 1) + 1 + c.text.len() + 1
+/// The salient lines of the omitted part, by shape.
+struct Found {
+    /// In the order of their first lines.
+    groups: Vec<Group>,
+    matched: u64,
+    shapes: u64,
+    exact: bool,
 }
 
-fn header(shown: usize, matched: u64) -> String {
-    if shown as u64 == matched && matched == 1 {
-        "[spillway: 1 omitted line matches error patterns, shown as LINE:TEXT]\n".to_owned()
-    } else if shown as u64 == matched {
-        format!("[spillway: {matched} omitted lines match error patterns, shown as LINE:TEXT]\n")
+impl Found {
+    /// Joins the lines of the head's omitted end, the middle's groups and
+    /// the lines of the tail's omitted start, shape by shape.
+    fn new(before: Vec<Candidate>, middle: &MiddleLines, after: Vec<Candidate>) -> Found {
+        let matched = before.len() as u64 + middle.matched + after.len() as u64;
+        let mut index: HashMap<u64, usize> = HashMap::new();
+        let mut groups: Vec<Group> = Vec::new();
+        let all = before
+            .into_iter()
+            .map(Group::one)
+            .chain(middle.groups.iter().cloned())
+            .chain(after.into_iter().map(Group::one));
+        for g in all {
+            match index.get(&g.shape()) {
+                Some(&i) => groups[i].then(g),
+                None => {
+                    index.insert(g.shape(), groups.len());
+                    groups.push(g);
+                }
+            }
+        }
+        groups.sort_by_key(|g| g.first.line);
+        let shapes = groups.len() as u64
+            + middle
+                .dropped
+                .iter()
+                .filter(|k| !index.contains_key(k))
+                .count() as u64;
+        Found {
+            groups,
+            matched,
+            shapes,
+            exact: middle.exact,
+        }
+    }
+}
+
+/// Which lines of each group a block shows.
+#[derive(Clone, Copy, Default)]
+struct Show {
+    first: bool,
+    last: bool,
+}
+
+/// One line of the block: `N:TEXT`, with a note on the lines of its shape
+/// not shown.
+struct Line<'a> {
+    c: &'a Candidate,
+    note: Option<(u64, u64, u64)>,
+}
+
+impl Line<'_> {
+    fn len(&self) -> usize {
+        digits(self.c.line) + 1 + self.c.text.len() + self.note.map_or(0, note_len) + 1
+    }
+
+    fn write(&self, out: &mut String) {
+        use std::fmt::Write;
+        let _ = write!(out, "{}:{}", self.c.line, self.c.text);
+        if let Some((n, a, b)) = self.note {
+            if n == 1 {
+                let _ = write!(out, " [+1 like it, line {a}]");
+            } else {
+                let _ = write!(out, " [+{n} like it, lines {a}-{b}]");
+            }
+        }
+        out.push('\n');
+    }
+}
+
+fn digits(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
+fn note_len((n, a, b): (u64, u64, u64)) -> usize {
+    if n == 1 {
+        " [+1 like it, line ]".len() + digits(a)
     } else {
-        format!(
-            "[spillway: {shown} of {matched} omitted lines that match error patterns, shown as LINE:TEXT]\n"
-        )
+        " [+ like it, lines -]".len() + digits(n) + digits(a) + digits(b)
     }
 }
 
-/// Picks salient lines alternately from the first and the last until the
-/// next one does not fit `room` (header included); returns them in order.
-/// Between the first and the last, a line that repeats the text of an
-/// earlier one is passed over: it would say nothing new.
-fn pick(cands: &[Candidate], matched: u64, room: usize) -> Vec<Candidate> {
-    if cands.is_empty() || room == 0 {
-        return Vec::new();
-    }
-    let mut seen = std::collections::HashSet::new();
-    let last = cands.len() - 1;
-    let cands: Vec<&Candidate> = cands
-        .iter()
-        .enumerate()
-        .filter(|(i, c)| seen.insert(c.text.as_str()) || *i == 0 || *i == last)
-        .map(|(_, c)| c)
-        .collect();
-    let widest_header = header(0, matched.max(cands.len() as u64) + 1).len() + 8;
-    let mut used = widest_header;
-    let (mut lo, mut hi) = (0usize, cands.len());
-    let mut front = Vec::new();
-    let mut back = Vec::new();
-    let mut from_front = true;
-    while lo < hi {
-        let c = if from_front {
-            &cands[lo]
-        } else {
-            &cands[hi - 1]
-        };
-        let need = block_len(c);
-        if used + need > room {
-            break;
+/// The lines a block shows of `g`, with the note on the rest: first and
+/// last (the note on the first), or one of them.
+fn group_lines<'a>(g: &'a Group, s: Show, out: &mut Vec<Line<'a>>) {
+    let last = g.last.as_ref();
+    match (s.first, s.last.then_some(last).flatten()) {
+        (true, Some(l)) => {
+            let rest = g.count - 2;
+            let note = (rest > 0).then(|| {
+                (
+                    rest,
+                    g.second.unwrap_or(g.first.line),
+                    g.before_last.unwrap_or(l.line),
+                )
+            });
+            out.push(Line { c: &g.first, note });
+            out.push(Line { c: l, note: None });
         }
-        used += need;
-        if from_front {
-            front.push((*c).clone());
-            lo += 1;
-        } else {
-            back.push((*c).clone());
-            hi -= 1;
+        (true, None) => {
+            let note = (g.count > 1).then(|| {
+                (
+                    g.count - 1,
+                    g.second.unwrap_or(g.first.line),
+                    g.last_line().line,
+                )
+            });
+            out.push(Line { c: &g.first, note });
         }
-        from_front = !from_front;
+        (false, Some(l)) => {
+            let note = (g.count > 1).then(|| {
+                (
+                    g.count - 1,
+                    g.first.line,
+                    g.before_last.unwrap_or(g.first.line),
+                )
+            });
+            out.push(Line { c: l, note });
+        }
+        (false, None) => {}
     }
-    back.reverse();
-    front.extend(back);
-    front
+}
+
+fn header(shown: usize, found: &Found) -> String {
+    let m = found.matched;
+    if m == 1 && shown == 1 {
+        return "[spillway: 1 omitted line matches error or warning patterns, shown as LINE:TEXT]\n"
+            .to_owned();
+    }
+    let lines = if m == 1 {
+        "line matches"
+    } else {
+        "lines match"
+    };
+    let at_least = if found.exact { "" } else { "at least " };
+    let shapes = found.shapes;
+    let s = if shapes == 1 { "" } else { "s" };
+    format!(
+        "[spillway: {m} omitted {lines} error or warning patterns, {at_least}{shapes} shape{s}; {shown} shown as LINE:TEXT]\n"
+    )
+}
+
+/// The block's lines, in line order, and its length with its header.
+fn block<'a>(found: &'a Found, show: &[Show]) -> (Vec<Line<'a>>, usize) {
+    let mut lines = Vec::new();
+    for (g, s) in found.groups.iter().zip(show) {
+        group_lines(g, *s, &mut lines);
+    }
+    lines.sort_by_key(|l| l.c.line);
+    let len = if lines.is_empty() {
+        0
+    } else {
+        header(lines.len(), found).len() + lines.iter().map(Line::len).sum::<usize>()
+    };
+    (lines, len)
+}
+
+/// Chooses what the block shows within `room` bytes and `max_lines` lines
+/// (header included): the first and the last line of the highest rank
+/// first, then one line of each shape by rank (earlier first), then the
+/// last lines of the shapes, as long as each fits.
+fn pick(found: &Found, room: usize, max_lines: u64) -> Vec<Show> {
+    let groups = &found.groups;
+    let mut show = vec![Show::default(); groups.len()];
+    let Some(top) = groups.iter().map(|g| g.rank).max() else {
+        return show;
+    };
+    let fits = |show: &[Show]| {
+        let (lines, len) = block(found, show);
+        len <= room && (lines.is_empty() || 1 + lines.len() as u64 <= max_lines)
+    };
+    let try_show = |show: &mut Vec<Show>, i: usize, last: bool| {
+        let before = show[i];
+        if last {
+            if groups[i].last.is_none() {
+                show[i].first = true;
+            } else {
+                show[i].last = true;
+            }
+        } else {
+            show[i].first = true;
+        }
+        if !fits(show) {
+            show[i] = before;
+        }
+    };
+    let tops = || (0..groups.len()).filter(|&i| groups[i].rank == top);
+    if let Some(first) = tops().min_by_key(|&i| groups[i].first.line) {
+        try_show(&mut show, first, false);
+    }
+    if let Some(last) = tops().max_by_key(|&i| groups[i].last_line().line) {
+        try_show(&mut show, last, true);
+    }
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(groups[i].rank), groups[i].first.line));
+    for &i in &order {
+        try_show(&mut show, i, false);
+    }
+    for &i in &order {
+        try_show(&mut show, i, true);
+    }
+    show
 }
 
 /// The cut positions: the head's end in `head`, the tail's start in the
@@ -208,10 +366,10 @@ pub(crate) fn build_rendered(
     let notice_lines = count_lines(bound.as_bytes());
 
     let (mut h_end, mut t_start) = cuts(r, limits, bound.len(), notice_lines, (0, 0));
-    let mut shown = Vec::new();
-    let mut matched = 0;
+    let mut found = None;
+    let mut show = Vec::new();
     if let Some(m) = r.matcher {
-        let found = |h_end: usize, t_start: usize| {
+        let find = |h_end: usize, t_start: usize| {
             let mut before = Vec::new();
             let mut after = Vec::new();
             if parts.whole {
@@ -220,41 +378,37 @@ pub(crate) fn build_rendered(
                 scan(head, h_end, head.text.len(), m, &mut before);
                 scan(tail, 0, t_start, m, &mut after);
             }
-            let matched = before.len() as u64 + parts.middle_count + after.len() as u64;
-            let mut all = before;
-            all.extend(parts.middle.iter().cloned());
-            all.extend(after);
-            (all, matched)
+            Found::new(before, &parts.middle, after)
         };
-        let (cands, count) = found(h_end, t_start);
+        let first = find(h_end, t_start);
         let room = limits.bytes * usize::from(r.salient_percent) / 100;
-        let picked = pick(&cands, count, room);
-        if !picked.is_empty() {
-            // The header's count can only grow once more is omitted: room
-            // for its widest value.
-            let block: usize =
-                header(picked.len(), u64::MAX).len() + picked.iter().map(block_len).sum::<usize>();
-            let lines = 1 + picked.len() as u64;
-            if limits.lines.is_none_or(|l| l >= notice_lines + lines) {
-                (h_end, t_start) = cuts(r, limits, bound.len(), notice_lines, (block, lines));
-                let (_, count) = found(h_end, t_start);
-                let lo = head_at(head, h_end).raw;
-                let hi = tail_at(tail, t_start, r.total_bytes, r.total_lines).raw;
-                shown = picked
-                    .into_iter()
-                    .filter(|c| c.raw >= lo && c.raw_end <= hi)
-                    .collect();
-                matched = count.max(shown.len() as u64);
-            }
+        let lines_room = limits
+            .lines
+            .map_or(u64::MAX, |l| l.saturating_sub(notice_lines));
+        let picked = pick(&first, room, lines_room);
+        let (lines, len) = block(&first, &picked);
+        if !lines.is_empty() {
+            // Room for the block as picked, and for its numbers to grow
+            // once more is omitted.
+            let reserve = (len + 64, 1 + lines.len() as u64);
+            (h_end, t_start) = cuts(r, limits, bound.len(), notice_lines, reserve);
+            let last = find(h_end, t_start);
+            show = pick(&last, reserve.0, reserve.1);
+            found = Some(last);
         }
     }
+    let (shown, block_len) = match &found {
+        Some(f) => block(f, &show),
+        None => (Vec::new(), 0),
+    };
+    let _ = block_len;
 
     let a = head_at(head, h_end);
     let b = tail_at(tail, t_start, r.total_bytes, r.total_lines);
     let (lo, hi) = (a.raw, b.raw.max(a.raw));
     let first = a.line;
     let last = b.line_before.max(first);
-    let shown_bytes: u64 = shown.iter().map(|c| c.raw_end - c.raw).sum();
+    let shown_bytes: u64 = shown.iter().map(|l| l.c.raw_end - l.c.raw).sum();
     let omitted_bytes = (hi - lo).saturating_sub(shown_bytes);
     let omitted_lines = (last - first + 1).saturating_sub(shown.len() as u64);
     let cut = Cut::Exact {
@@ -274,11 +428,10 @@ pub(crate) fn build_rendered(
     if !head_part.is_empty() && !head_part.ends_with('\n') {
         content.push('\n');
     }
-    if !shown.is_empty() {
-        content.push_str(&header(shown.len(), matched));
-        for c in &shown {
-            use std::fmt::Write;
-            let _ = writeln!(content, "{}:{}", c.line, c.text);
+    if let (Some(f), false) = (&found, shown.is_empty()) {
+        content.push_str(&header(shown.len(), f));
+        for l in &shown {
+            l.write(&mut content);
         }
     }
     content.push_str(&notice);
@@ -286,7 +439,7 @@ pub(crate) fn build_rendered(
         content.push('\n');
         content.push_str(tail_part);
     }
-    let lines = shown.iter().map(|c| c.line).collect();
+    let lines = shown.iter().map(|l| l.c.line).collect();
     (
         Preview {
             content,

@@ -4,7 +4,7 @@
 
 use super::side::{Folder, Side};
 use super::terminal::{Sink, Span};
-use crate::salient::Candidate;
+use crate::salient::Group;
 
 /// The collected parts, at the end.
 pub(crate) struct Parts {
@@ -13,12 +13,22 @@ pub(crate) struct Parts {
     /// The rendering of the last raw bytes, folded; `None` when `whole`.
     pub tail: Option<Side>,
     pub whole: bool,
-    /// Salient lines of the part between the head and the tail: the first
-    /// and last ones, and how many there were.
-    pub middle: Vec<Candidate>,
-    pub middle_count: u64,
+    /// Salient lines of the part between the head and the tail.
+    pub middle: MiddleLines,
     /// Whether a repeat was folded.
     pub folded: bool,
+}
+
+/// The salient lines of the part between the head and the tail, by shape.
+#[derive(Debug, Default)]
+pub(crate) struct MiddleLines {
+    /// The kept shapes, in the order of their first lines.
+    pub groups: Vec<Group>,
+    /// How many lines matched.
+    pub matched: u64,
+    /// The shapes of matched lines not kept, and whether that set is whole.
+    pub dropped: std::collections::HashSet<u64>,
+    pub exact: bool,
 }
 
 /// Takes rendered lines until the head holds `cap` bytes.

@@ -3,9 +3,10 @@
 //! so the middle costs one regex scan, not a render.
 
 use std::collections::VecDeque;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::preview::escape_len;
-use crate::salient::Matcher;
+use crate::salient::{shape, Matcher, SalientRank};
 
 /// `src` without its escape sequences (as the preview's cut rules read
 /// them), so that a colour code does not glue itself to a word the
@@ -25,17 +26,187 @@ fn strip(src: &[u8], out: &mut Vec<u8>) {
 /// A raw line is judged by at most its first this many bytes.
 pub(crate) const LINE_CAP: usize = 16 << 10;
 
-/// How many salient lines of the middle are kept from each end.
-pub(crate) const KEEP_EACH_END: usize = 16;
+/// The most shapes the middle keeps lines of. Past it, a new shape takes
+/// the place of the latest shape of a lower rank, if there is one; the
+/// lines of a shape not kept are still counted.
+pub(crate) const MAX_SHAPES: usize = 512;
+
+/// The most shapes counted exactly; past it the count is a lower bound.
+const MAX_COUNTED: usize = 1 << 16;
+
+/// A kept line's raw bytes are at most this many: its text is shown cut to
+/// [`MAX_SALIENT_LINE`](crate::salient::MAX_SALIENT_LINE) bytes anyway.
+const KEEP_BYTES: usize = 4 << 10;
 
 /// A raw line that matched.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct RawHit {
     pub raw: u64,
     pub raw_end: u64,
     pub line: u64,
-    /// The line's raw bytes, at most [`LINE_CAP`], without its `\n`.
+    /// The line's raw bytes, at most [`KEEP_BYTES`], without its `\n`.
     pub bytes: Vec<u8>,
+}
+
+impl RawHit {
+    fn set(&mut self, h: &Pending, bytes: &[u8]) {
+        self.raw = h.raw;
+        self.raw_end = h.raw_end;
+        self.line = h.line;
+        self.bytes.clear();
+        self.bytes
+            .extend_from_slice(&bytes[..bytes.len().min(KEEP_BYTES)]);
+    }
+}
+
+/// The matched lines of one shape in the middle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RawGroup {
+    pub shape: u64,
+    pub rank: SalientRank,
+    pub count: u64,
+    pub first: RawHit,
+    pub second: Option<u64>,
+    pub before_last: Option<u64>,
+    /// The last line, when `count >= 2`.
+    pub last: Option<RawHit>,
+}
+
+/// What the scan found between the head and the rendered tail.
+#[derive(Debug, Default)]
+pub(crate) struct Middle {
+    /// The kept shapes, in the order of their first lines.
+    pub groups: Vec<RawGroup>,
+    /// Matched lines.
+    pub matched: u64,
+    /// The shapes of lines counted but not kept, and whether that set is
+    /// whole.
+    pub dropped: std::collections::HashSet<u64>,
+    pub exact: bool,
+}
+
+/// A hit still within the window: its bytes are in the arena.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    raw: u64,
+    raw_end: u64,
+    line: u64,
+    rank: SalientRank,
+    shape: u64,
+    /// Where its bytes start in the arena, counted from the arena's first
+    /// byte ever, and how many.
+    at: usize,
+    len: usize,
+}
+
+/// A `HashMap` keyed by shape keys, which are hashes already.
+type ByShape<V> = std::collections::HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
+
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// The shapes of the middle's matched lines, in bounded memory.
+#[derive(Default)]
+struct Shapes {
+    index: ByShape<usize>,
+    groups: Vec<RawGroup>,
+    /// Shapes seen but not kept (counted up to [`MAX_COUNTED`]).
+    dropped: ByShape<()>,
+    exact: bool,
+    matched: u64,
+}
+
+impl Shapes {
+    fn new() -> Shapes {
+        Shapes {
+            exact: true,
+            ..Shapes::default()
+        }
+    }
+
+    fn add(&mut self, h: &Pending, bytes: &[u8]) {
+        self.matched += 1;
+        if let Some(&i) = self.index.get(&h.shape) {
+            let g = &mut self.groups[i];
+            g.count += 1;
+            g.rank = g.rank.max(h.rank);
+            if g.second.is_none() {
+                g.second = Some(h.line);
+            }
+            let last = g.last.get_or_insert_with(RawHit::default);
+            g.before_last = Some(if g.count == 2 {
+                g.first.line
+            } else {
+                last.line
+            });
+            last.set(h, bytes);
+            return;
+        }
+        if self.dropped.contains_key(&h.shape) {
+            return;
+        }
+        if self.groups.len() == MAX_SHAPES && !self.make_room(h.rank) {
+            self.drop_shape(h.shape);
+            return;
+        }
+        let mut first = RawHit::default();
+        first.set(h, bytes);
+        self.index.insert(h.shape, self.groups.len());
+        self.groups.push(RawGroup {
+            shape: h.shape,
+            rank: h.rank,
+            count: 1,
+            first,
+            second: None,
+            before_last: None,
+            last: None,
+        });
+    }
+
+    /// Drops the latest kept shape of the lowest rank, if it ranks below
+    /// `rank`.
+    fn make_room(&mut self, rank: SalientRank) -> bool {
+        let Some(lowest) = self.groups.iter().map(|g| g.rank).min() else {
+            return true;
+        };
+        if lowest >= rank {
+            return false;
+        }
+        let Some(i) = self.groups.iter().rposition(|g| g.rank == lowest) else {
+            return false;
+        };
+        let g = self.groups.remove(i);
+        self.drop_shape(g.shape);
+        self.index.clear();
+        for (j, g) in self.groups.iter().enumerate() {
+            self.index.insert(g.shape, j);
+        }
+        true
+    }
+
+    fn drop_shape(&mut self, shape: u64) {
+        if self.dropped.len() < MAX_COUNTED {
+            self.dropped.insert(shape, ());
+        } else {
+            self.exact = false;
+        }
+    }
 }
 
 /// Scans whole raw lines as they stream.
@@ -51,10 +222,12 @@ pub(crate) struct RawScan {
     /// Hits still within `window` bytes of the end: they may lie in the
     /// rendered tail, which is scanned on its own.
     window: u64,
-    pending: VecDeque<RawHit>,
-    first: Vec<RawHit>,
-    last: VecDeque<RawHit>,
-    count: u64,
+    pending: VecDeque<Pending>,
+    /// The pending hits' bytes; `arena[0]` is byte `arena_base` of all the
+    /// bytes ever put in it.
+    arena: Vec<u8>,
+    arena_base: usize,
+    shapes: Shapes,
     /// Hits before this raw offset are in the head: passed over.
     head_end: Option<u64>,
     /// The stripped text of the lines being scanned.
@@ -72,9 +245,9 @@ impl RawScan {
             line: 1,
             window,
             pending: VecDeque::new(),
-            first: Vec::new(),
-            last: VecDeque::new(),
-            count: 0,
+            arena: Vec::new(),
+            arena_base: 0,
+            shapes: Shapes::new(),
             head_end: None,
             stripped: Vec::new(),
         }
@@ -91,26 +264,19 @@ impl RawScan {
         }
         if !self.carry.is_empty() || self.at > self.carry_start {
             // Finish the line the last chunk cut.
+            let room = LINE_CAP.saturating_sub(self.carry.len());
             match memchr::memchr(b'\n', data) {
                 None => {
-                    let room = LINE_CAP.saturating_sub(self.carry.len());
                     self.carry.extend_from_slice(&data[..room.min(data.len())]);
                     self.advance(data, 0);
                     return;
                 }
                 Some(nl) => {
-                    let room = LINE_CAP.saturating_sub(self.carry.len());
                     self.carry.extend_from_slice(&data[..room.min(nl)]);
                     let end = self.at + nl as u64 + 1;
-                    if self.line_matches(&self.carry.clone()) {
-                        let hit = RawHit {
-                            raw: self.carry_start,
-                            raw_end: end,
-                            line: self.carry_line,
-                            bytes: std::mem::take(&mut self.carry),
-                        };
-                        self.pending.push_back(hit);
-                    }
+                    let carry = std::mem::take(&mut self.carry);
+                    self.judge_carry(&carry, end);
+                    self.carry = carry;
                     self.carry.clear();
                     self.advance(&data[..nl + 1], 1);
                     data = &data[nl + 1..];
@@ -137,38 +303,69 @@ impl RawScan {
         self.evict();
     }
 
-    /// Whether one raw line (cut to [`LINE_CAP`]) matches, its escape
-    /// sequences left out.
-    fn line_matches(&mut self, line: &[u8]) -> bool {
+    /// Judges the carried line, which ends at raw `end`.
+    fn judge_carry(&mut self, line: &[u8], end: u64) {
+        let (raw, n) = (self.carry_start, self.carry_line);
         if memchr::memchr(0x1B, line).is_none() {
-            return self.matcher.raw_is_match(line);
+            if let Some(rank) = self.matcher.line_rank(line) {
+                self.hit(raw, end, n, rank, line, line);
+            }
+            return;
         }
         let mut buf = std::mem::take(&mut self.stripped);
         strip(line, &mut buf);
-        let hit = self.matcher.raw_is_match(&buf);
+        if let Some(rank) = self.matcher.line_rank(&buf) {
+            self.hit(raw, end, n, rank, &buf, line);
+        }
         self.stripped = buf;
-        hit
+    }
+
+    /// Records a hit: `text` is the line as matched (escapes removed),
+    /// `bytes` its raw bytes.
+    fn hit(
+        &mut self,
+        raw: u64,
+        raw_end: u64,
+        line: u64,
+        rank: SalientRank,
+        text: &[u8],
+        bytes: &[u8],
+    ) {
+        let bytes = &bytes[..bytes.len().min(KEEP_BYTES)];
+        let at = self.arena_base + self.arena.len();
+        self.arena.extend_from_slice(bytes);
+        self.pending.push_back(Pending {
+            raw,
+            raw_end,
+            line,
+            rank,
+            shape: shape::key(text),
+            at,
+            len: bytes.len(),
+        });
     }
 
     /// Whole lines without an escape sequence.
     fn scan_plain(&mut self, bulk: &[u8]) {
         let mut counted = 0;
         let mut line = self.line;
-        for r in self.matcher.raw_lines(bulk) {
+        let matcher = self.matcher.clone();
+        for (r, rank) in matcher.lines(bulk) {
             line += bytecount::count(&bulk[counted..r.start], b'\n') as u64;
             counted = r.start;
             let text = &bulk[r.clone()];
             // A long line is judged by its first LINE_CAP bytes, as when a
             // chunk cuts it.
-            if text.len() > LINE_CAP && !self.matcher.raw_is_match(&text[..LINE_CAP]) {
-                continue;
-            }
-            self.pending.push_back(RawHit {
-                raw: self.at + r.start as u64,
-                raw_end: self.at + r.end as u64 + 1,
-                line,
-                bytes: text[..text.len().min(LINE_CAP)].to_vec(),
-            });
+            let (text, rank) = if text.len() > LINE_CAP {
+                match matcher.line_rank(&text[..LINE_CAP]) {
+                    Some(rank) => (&text[..LINE_CAP], rank),
+                    None => continue,
+                }
+            } else {
+                (text, rank)
+            };
+            let raw = self.at + r.start as u64;
+            self.hit(raw, self.at + r.end as u64 + 1, line, rank, text, text);
         }
     }
 
@@ -181,8 +378,8 @@ impl RawScan {
         let mut line = self.line;
         // The raw cursor: the start of raw line `raw_line`.
         let (mut raw_pos, mut raw_line) = (0usize, self.line);
-        let ranges: Vec<_> = self.matcher.raw_lines(&buf).collect();
-        for r in ranges {
+        let matcher = self.matcher.clone();
+        for (r, rank) in matcher.lines(&buf) {
             line += bytecount::count(&buf[counted..r.start], b'\n') as u64;
             counted = r.start;
             while raw_line < line {
@@ -196,15 +393,16 @@ impl RawScan {
             }
             let end = memchr::memchr(b'\n', &bulk[raw_pos..]).map_or(bulk.len(), |i| raw_pos + i);
             let text = &bulk[raw_pos..end];
-            if text.len() > LINE_CAP && !self.line_matches(&text[..LINE_CAP]) {
+            let (raw, raw_end) = (self.at + raw_pos as u64, self.at + end as u64 + 1);
+            if text.len() > LINE_CAP {
+                let mut cut = Vec::new();
+                strip(&text[..LINE_CAP], &mut cut);
+                if let Some(rank) = matcher.line_rank(&cut) {
+                    self.hit(raw, raw_end, line, rank, &cut, &text[..LINE_CAP]);
+                }
                 continue;
             }
-            self.pending.push_back(RawHit {
-                raw: self.at + raw_pos as u64,
-                raw_end: self.at + end as u64 + 1,
-                line,
-                bytes: text[..text.len().min(LINE_CAP)].to_vec(),
-            });
+            self.hit(raw, raw_end, line, rank, &buf[r], text);
         }
         self.stripped = buf;
     }
@@ -220,48 +418,48 @@ impl RawScan {
             let Some(h) = self.pending.pop_front() else {
                 break;
             };
-            self.take(h);
+            self.take(&h);
+        }
+        // Reclaim the arena once most of it is behind the pending hits.
+        let live = self
+            .pending
+            .front()
+            .map_or(self.arena_base + self.arena.len(), |h| h.at);
+        let dead = live - self.arena_base;
+        if dead > 0 && dead >= self.arena.len() / 2 {
+            self.arena.drain(..dead);
+            self.arena_base = live;
         }
     }
 
-    fn take(&mut self, h: RawHit) {
+    fn take(&mut self, h: &Pending) {
         if self.head_end.is_some_and(|e| h.raw < e) {
             return;
         }
-        self.count += 1;
-        if self.first.len() < KEEP_EACH_END {
-            self.first.push(h);
-        } else {
-            if self.last.len() == KEEP_EACH_END {
-                self.last.pop_front();
-            }
-            self.last.push_back(h);
-        }
+        let from = h.at - self.arena_base;
+        self.shapes.add(h, &self.arena[from..from + h.len]);
     }
 
     /// The hits between the head (`head_end`) and the rendered tail
-    /// (`tail_start`): the first and last ones, and how many there were.
-    pub(crate) fn finish(mut self, head_end: u64, tail_start: u64) -> (Vec<RawHit>, u64) {
+    /// (`tail_start`), by shape.
+    pub(crate) fn finish(mut self, head_end: u64, tail_start: u64) -> Middle {
         self.head_end = Some(head_end);
-        if !self.carry.is_empty() && self.line_matches(&self.carry.clone()) {
-            let hit = RawHit {
-                raw: self.carry_start,
-                raw_end: self.at,
-                line: self.carry_line,
-                bytes: std::mem::take(&mut self.carry),
-            };
-            self.pending.push_back(hit);
+        if !self.carry.is_empty() {
+            let carry = std::mem::take(&mut self.carry);
+            self.judge_carry(&carry, self.at);
         }
         let pending = std::mem::take(&mut self.pending);
         for h in pending {
             if h.raw >= head_end && h.raw_end <= tail_start {
-                self.take(h);
+                self.take(&h);
             }
         }
-        let mut hits = self.first;
-        hits.extend(self.last);
-        hits.retain(|h| h.raw >= head_end && h.raw_end <= tail_start);
-        let count = self.count;
-        (hits, count)
+        let shapes = self.shapes;
+        Middle {
+            groups: shapes.groups,
+            matched: shapes.matched,
+            dropped: shapes.dropped.into_keys().collect(),
+            exact: shapes.exact,
+        }
     }
 }

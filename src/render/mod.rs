@@ -13,12 +13,12 @@ pub(crate) mod middle;
 pub(crate) mod side;
 pub(crate) mod terminal;
 
-pub(crate) use collect::Parts;
 use collect::{Collector, Plain, TailCollector};
+pub(crate) use collect::{MiddleLines, Parts};
 use middle::RawScan;
 use terminal::Terminal;
 
-use crate::salient::{Candidate, Matcher};
+use crate::salient::{Candidate, Group, Matcher};
 
 /// What the model-facing text is made of.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -125,8 +125,7 @@ impl Renderer {
                 head: head.head,
                 tail: None,
                 whole: true,
-                middle: Vec::new(),
-                middle_count: 0,
+                middle: MiddleLines::default(),
                 folded,
             };
         }
@@ -148,8 +147,7 @@ impl Renderer {
                 head: all.side,
                 tail: None,
                 whole: true,
-                middle: Vec::new(),
-                middle_count: 0,
+                middle: MiddleLines::default(),
                 folded,
             };
         }
@@ -179,22 +177,35 @@ impl Renderer {
         t.feed(&mut tail, rest);
         t.finish(&mut tail);
         tail.folder.flush(&mut tail.side);
-        let (middle, middle_count) = match scan {
+        let middle = match scan {
             Some(s) => {
-                let (hits, count) = s.finish(head_end, from);
-                let lines = hits
-                    .into_iter()
-                    .map(|h| {
-                        let mut p = Plain::default();
-                        let mut t = Terminal::new();
-                        t.feed(&mut p, &h.bytes);
-                        t.finish(&mut p);
-                        Candidate::new(&p.one_line(), h.line, h.raw, h.raw_end)
-                    })
-                    .collect();
-                (lines, count)
+                let m = s.finish(head_end, from);
+                let render = |h: &middle::RawHit, g: &middle::RawGroup| {
+                    let mut p = Plain::default();
+                    let mut t = Terminal::new();
+                    t.feed(&mut p, &h.bytes);
+                    t.finish(&mut p);
+                    Candidate::new(&p.one_line(), h.line, (h.raw, h.raw_end), g.rank, g.shape)
+                };
+                MiddleLines {
+                    groups: m
+                        .groups
+                        .iter()
+                        .map(|g| Group {
+                            rank: g.rank,
+                            count: g.count,
+                            first: render(&g.first, g),
+                            second: g.second,
+                            before_last: g.before_last,
+                            last: g.last.as_ref().map(|h| render(h, g)),
+                        })
+                        .collect(),
+                    matched: m.matched,
+                    dropped: m.dropped,
+                    exact: m.exact,
+                }
             }
-            None => (Vec::new(), 0),
+            None => MiddleLines::default(),
         };
         let folded = head.folder.folded || tail.folder.folded;
         Parts {
@@ -202,7 +213,6 @@ impl Renderer {
             tail: Some(tail.side),
             whole: false,
             middle,
-            middle_count,
             folded,
         }
     }

@@ -327,9 +327,16 @@ pub struct PolicyArgs {
     #[arg(long, value_enum)]
     pub render: Option<RenderArg>,
     /// A regular expression of the lines an omitted middle keeps between
-    /// head and tail (repeat for more; replaces the built-in error patterns).
+    /// head and tail, ranked as an error (repeat for more; these flags
+    /// together replace the built-in patterns).
     #[arg(long, value_name = "REGEX", conflicts_with = "no_salient")]
     pub salient: Vec<String>,
+    /// A salient pattern ranked as a warning: below errors, above words.
+    #[arg(long, value_name = "REGEX", conflicts_with = "no_salient")]
+    pub salient_warning: Vec<String>,
+    /// A salient pattern ranked as a word: below errors and warnings.
+    #[arg(long, value_name = "REGEX", conflicts_with = "no_salient")]
+    pub salient_word: Vec<String>,
     /// Keep no salient lines.
     #[arg(long)]
     pub no_salient: bool,
@@ -400,7 +407,19 @@ impl PolicyArgs {
             salient: if self.no_salient {
                 Some(Vec::new())
             } else {
-                (!self.salient.is_empty()).then(|| self.salient.clone())
+                use spillway::{SalientPattern, SalientRank};
+                let all: Vec<SalientPattern> = [
+                    (&self.salient, SalientRank::Error),
+                    (&self.salient_warning, SalientRank::Warning),
+                    (&self.salient_word, SalientRank::Word),
+                ]
+                .into_iter()
+                .flat_map(|(list, rank)| {
+                    list.iter()
+                        .map(move |p| SalientPattern::new(p.as_str(), rank))
+                })
+                .collect();
+                (!all.is_empty()).then_some(all)
             },
             salient_percent: self.salient_percent,
             max_inline_tokens: self.max_inline_tokens,

@@ -1,0 +1,288 @@
+//! A line's shape: what is left of it once the parts that vary between
+//! occurrences of one message are blanked out. Lines of one shape are one
+//! entry of the salient block, with a note of how many more there are.
+//!
+//! Blanked out, each as one placeholder:
+//!
+//! * a quoted value (`"…"`, `` `…` ``, and `'…'` where the quote does not
+//!   follow a letter or digit, so `don't` stays a word);
+//! * a path or URL: a whitespace-delimited run holding `/` or `\` that starts
+//!   like a path (`/`, `./`, `../`, `~/`, `C:\`), holds two separators, or
+//!   ends in a file name with an extension;
+//! * a number: a word that starts with a digit (so timestamps, durations,
+//!   IP addresses and hex literals), the digits inside a word (`worker-3`,
+//!   `x12`), and a hex run of four or more holding a digit (hashes, UUIDs).
+//!
+//! Kept: everything else, including error codes (`E0308`, `TS2304`, `C2065`:
+//! one to three capitals and digits), which name different errors. Runs of
+//! whitespace are one space; whitespace at either end does not count.
+
+/// The shape key of `line` (escape sequences already removed).
+pub(crate) fn key(line: &[u8]) -> u64 {
+    let mut h = Hasher(0);
+    let line = trim(line);
+    let n = line.len();
+    let mut i = 0;
+    while i < n {
+        let b = line[i];
+        if is_space(b) {
+            while i < n && is_space(line[i]) {
+                i += 1;
+            }
+            h.push(b' ');
+            continue;
+        }
+        if opens_quote(line, i) {
+            if let Some(j) = memchr::memchr(b, &line[i + 1..]) {
+                h.push(b'Q');
+                i += j + 2;
+                continue;
+            }
+        }
+        // A run up to the next space or quote.
+        let mut end = i + 1;
+        while end < n && !is_space(line[end]) && !opens_quote(line, end) {
+            end += 1;
+        }
+        let run = &line[i..end];
+        if is_path(run) {
+            h.push(b'P');
+        } else {
+            words(run, &mut h);
+        }
+        i = end;
+    }
+    h.0
+}
+
+fn trim(mut line: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = line {
+        if is_space(*first) {
+            line = rest;
+        } else {
+            break;
+        }
+    }
+    while let [rest @ .., last] = line {
+        if is_space(*last) {
+            line = rest;
+        } else {
+            break;
+        }
+    }
+    line
+}
+
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'\x0b' | b'\x0c')
+}
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Whether `line[i]` opens a quoted value.
+fn opens_quote(line: &[u8], i: usize) -> bool {
+    match line[i] {
+        b'"' | b'`' => true,
+        b'\'' => i == 0 || !line[i - 1].is_ascii_alphanumeric(),
+        _ => false,
+    }
+}
+
+fn is_path(run: &[u8]) -> bool {
+    let seps = run.iter().filter(|&&b| b == b'/' || b == b'\\').count();
+    if seps == 0 {
+        return false;
+    }
+    let starts = run.starts_with(b"/")
+        || run.starts_with(b"./")
+        || run.starts_with(b"../")
+        || run.starts_with(b"~/")
+        || (run.len() > 2 && run[0].is_ascii_alphabetic() && &run[1..3] == b":\\");
+    if starts || seps >= 2 {
+        return true;
+    }
+    // One separator: a file name with an extension after it (`src/a.rs`).
+    let last = run
+        .iter()
+        .rposition(|&b| b == b'/' || b == b'\\')
+        .unwrap_or(0);
+    let name = &run[last + 1..];
+    name.iter()
+        .position(|&b| b == b'.')
+        .is_some_and(|d| d > 0 && name.get(d + 1).is_some_and(u8::is_ascii_alphabetic))
+}
+
+/// Hashes a run without spaces, quotes or paths: its words blanked as the
+/// module says, its punctuation kept.
+fn words(run: &[u8], h: &mut Hasher) {
+    let mut i = 0;
+    while i < run.len() {
+        let b = run[i];
+        if !is_word(b) {
+            h.push(b);
+            i += 1;
+            continue;
+        }
+        let mut end = i + 1;
+        while end < run.len() && is_word(run[end]) {
+            end += 1;
+        }
+        word(&run[i..end], h);
+        i = end;
+    }
+}
+
+fn word(w: &[u8], h: &mut Hasher) {
+    let digits = w.iter().any(u8::is_ascii_digit);
+    if !digits {
+        h.extend(w);
+        return;
+    }
+    if w[0].is_ascii_digit() {
+        h.push(b'#');
+        return;
+    }
+    // An error code: one to three capitals, then only digits.
+    let caps = w.iter().take_while(|b| b.is_ascii_uppercase()).count();
+    if (1..=3).contains(&caps) && w.len() - caps >= 2 && w[caps..].iter().all(u8::is_ascii_digit) {
+        h.extend(w);
+        return;
+    }
+    if w.len() >= 4 && w.iter().all(u8::is_ascii_hexdigit) {
+        h.push(b'#');
+        return;
+    }
+    // The digits inside a word.
+    let mut in_digits = false;
+    for &b in w {
+        if b.is_ascii_digit() {
+            if !in_digits {
+                h.push(b'#');
+            }
+            in_digits = true;
+        } else {
+            h.push(b);
+            in_digits = false;
+        }
+    }
+}
+
+/// A 64-bit multiplicative hash, one byte at a time (the shape's bytes are
+/// never kept, only this).
+struct Hasher(u64);
+
+impl Hasher {
+    #[inline]
+    fn push(&mut self, b: u8) {
+        self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn extend(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.push(b);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key;
+
+    fn same(a: &str, b: &str) {
+        assert_eq!(key(a.as_bytes()), key(b.as_bytes()), "{a:?} vs {b:?}");
+    }
+
+    fn differ(a: &str, b: &str) {
+        assert_ne!(key(a.as_bytes()), key(b.as_bytes()), "{a:?} vs {b:?}");
+    }
+
+    #[test]
+    fn lines_that_differ_in_what_varies_are_one_shape() {
+        // numbers, timestamps, ids
+        same(
+            "2015-07-29 17:41:44,747 - WARN  [RecvWorker:188978561024] - Connection broken for id 188978561024, my id = 1, error = ",
+            "2015-07-30 09:02:11,003 - WARN  [RecvWorker:3] - Connection broken for id 3, my id = 2, error = ",
+        );
+        // hex and UUIDs
+        same(
+            "object 9f86d081884c7d65 missing (req 550e8400-e29b-41d4-a716-446655440000)",
+            "object 2c26b46b68ffc68f missing (req 6ba7b810-9dad-11d1-80b4-00c04fd430c8)",
+        );
+        // IP addresses and ports
+        same(
+            "ERROR connect to 10.0.3.4:8080 refused",
+            "ERROR connect to 192.168.100.254:443 refused",
+        );
+        // paths
+        same(
+            "error: could not read /home/a/project/src/lib.rs",
+            "error: could not read ./other/dir/main.rs",
+        );
+        same(
+            "  --> src/lib.rs:12:9",
+            "  --> crates/core/src/parse.rs:300:17",
+        );
+        // quoted values
+        same(
+            "warning: unused variable `x1`",
+            "warning: unused variable `buffer_len`",
+        );
+        same("KeyError: 'name'", "KeyError: 'other key'");
+        same(
+            r#"level=error msg="disk full""#,
+            r#"level=error msg="timeout""#,
+        );
+        // digits inside words, whitespace runs
+        same("worker-3 crashed", "worker-12   crashed");
+        same("test case_7 FAILED", "test case_1234 FAILED");
+        // exact repeats
+        same("npm ERR! code E404", "npm ERR! code E404");
+    }
+
+    #[test]
+    fn lines_that_say_different_things_are_different_shapes() {
+        differ(
+            "ERROR Unexpected exception causing shutdown",
+            "ERROR Unexpected exception causing close",
+        );
+        // error codes name different errors
+        differ(
+            "error[E0308]: mismatched types",
+            "error[E0425]: mismatched types",
+        );
+        differ(
+            "x.ts(3,5): error TS2304: nope",
+            "x.ts(3,5): error TS2322: nope",
+        );
+        // a word that is not quoted is part of the message
+        differ("ValueError: bad", "TypeError: bad");
+        // an apostrophe inside a word is not a quote
+        differ("don't retry host", "don't retry port");
+        // a level is not a path
+        differ("E/Camera(12): open failed", "E/Audio(12): open failed");
+    }
+
+    #[test]
+    fn nothing_panics_on_odd_input() {
+        for s in [
+            "",
+            " ",
+            "\"",
+            "'",
+            "`",
+            "/",
+            "\\",
+            "a/",
+            "C:\\",
+            "'''",
+            "\"a",
+            "x\u{1F600}y",
+            "\t\r",
+        ] {
+            let _ = key(s.as_bytes());
+        }
+        assert_eq!(key(b"  a  "), key(b"a"));
+    }
+}
