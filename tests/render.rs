@@ -803,3 +803,67 @@ fn a_crlf_file_keeps_its_line_endings() {
         assert!(o.content.ends_with("Line 599, col A;col B\r\n"));
     }
 }
+
+/// A service log in which a warning that ends in the word `error` repeats
+/// hundreds of times with different ids, and two real `ERROR` lines sit in
+/// the middle: the block shows both errors and the warning once, with a
+/// note on its other occurrences, and counts the lines and the shapes.
+#[test]
+fn error_lines_outrank_a_repeated_warning_and_shapes_fold() {
+    let mut log = String::new();
+    let mut warns = Vec::new();
+    for i in 1..=3000u64 {
+        let line = match i {
+            1400 => "2015-07-29 19:04:29,071 - ERROR [LearnerHandler-/10.10.34.11:52225:LearnerHandler@562] - Unexpected exception causing shutdown while sock still open".to_owned(),
+            2100 => "2015-07-29 19:21:46,001 - ERROR [CommitProcessor:1:NIOServerCnxn@180] - Unexpected Exception: java.nio.channels.CancelledKeyException".to_owned(),
+            _ if i % 4 == 0 && i > 40 && i < 2960 => {
+                warns.push(i);
+                format!("2015-07-29 17:41:{:02},{:03} - WARN  [RecvWorker:{}:QuorumCnxManager$RecvWorker@762] - Connection broken for id {}, my id = 1, error = ", i % 60, i % 1000, 188978561024u64 + i, 188978561024u64 + i)
+            }
+            _ => format!("2015-07-29 17:41:{:02},{:03} - INFO  [main:QuorumPeer@{}] - tick {i}", i % 60, i % 1000, i % 900),
+        };
+        log.push_str(&line);
+        log.push('\n');
+    }
+    let (_d, store) = temp_store();
+    for o in [
+        spiller(&builder(8000), &store)
+            .apply(log.as_bytes())
+            .unwrap(),
+        apply_chunked(&spiller(&builder(8000), &store), log.as_bytes(), &[4093]),
+    ] {
+        assert!(o.salient_lines.contains(&1400), "{}", o.content);
+        assert!(o.salient_lines.contains(&2100), "{}", o.content);
+        let [first, last] = o.omitted_range.unwrap();
+        let omitted_warns: Vec<u64> = warns
+            .iter()
+            .copied()
+            .filter(|&n| n >= first && n <= last)
+            .collect();
+        // The warning's shape shows its first and last lines once each.
+        let shown_warns: Vec<u64> = o
+            .salient_lines
+            .iter()
+            .copied()
+            .filter(|n| warns.contains(n))
+            .collect();
+        assert_eq!(
+            shown_warns,
+            [omitted_warns[0], *omitted_warns.last().unwrap()],
+            "{}",
+            o.content
+        );
+        let note = format!(
+            " [+{} like it, lines {}-{}]\n",
+            omitted_warns.len() - 2,
+            omitted_warns[1],
+            omitted_warns[omitted_warns.len() - 2]
+        );
+        assert!(o.content.contains(&note), "{note}: {}", o.content);
+        let header = format!(
+            "[spillway: {} omitted lines match error or warning patterns, 3 shapes; 4 shown as LINE:TEXT]\n",
+            omitted_warns.len() + 2
+        );
+        assert!(o.content.contains(&header), "{header}: {}", o.content);
+    }
+}

@@ -48,7 +48,7 @@ fn scan(side: &Side, from: usize, to: usize, matcher: &Matcher, out: &mut Vec<Ca
             a.line,
             (a.raw, b.raw.max(a.raw)),
             rank,
-            shape::key(line.as_bytes()),
+            shape::ranked(line.as_bytes(), rank),
         ));
     }
 }
@@ -231,7 +231,7 @@ fn pick(found: &Found, room: usize, max_lines: u64) -> Vec<Show> {
     };
     let fits = |show: &[Show]| {
         let (lines, len) = block(found, show);
-        len <= room && (lines.is_empty() || 1 + lines.len() as u64 <= max_lines)
+        len <= room && (lines.is_empty() || (lines.len() as u64) < max_lines)
     };
     let try_show = |show: &mut Vec<Show>, i: usize, last: bool| {
         let before = show[i];

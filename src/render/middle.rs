@@ -339,7 +339,7 @@ impl RawScan {
             raw_end,
             line,
             rank,
-            shape: shape::key(text),
+            shape: shape::ranked(text, rank),
             at,
             len: bytes.len(),
         });

@@ -12,8 +12,9 @@ use serde::{Deserialize, Serialize};
 pub(crate) mod shape;
 
 /// How much a salient line says about what went wrong. A line takes the
-/// highest rank of the patterns it matches; the preview gives its room to
-/// the higher ranks first.
+/// rank of its first match (of two that start together, the higher), or,
+/// when that is a mere word, the highest rank of the patterns it matches;
+/// the preview gives its room to the higher ranks first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
@@ -69,22 +70,19 @@ pub const DEFAULT_SALIENT: &[(SalientRank, &str)] = &[
     ),
     (
         SalientRank::Error,
-        r"\[(?:[a-z_]+:)?(?:error|fatal|crit|critical|alert|emerg|panic)\]",
+        r"\[(?:error|fatal|crit|critical|alert|emerg|panic)\]|:(?:error|crit|alert|emerg)\]",
     ),
     (
         SalientRank::Error,
-        r#"(?-u:\b)(?:level|lvl|severity|loglevel)=["']?(?i:error|err|fatal|critical|crit|panic|emerg|alert)(?-u:\b)"#,
+        r#"(?-u:\b)(?:level|lvl|severity)=["']?(?i:error|err|fatal|critical|crit|panic|emerg|alert)(?-u:\b)"#,
     ),
     (
         SalientRank::Error,
-        r#""(?:level|lvl|severity|loglevel)"[ \t]*:[ \t]*(?:"(?i:error|err|fatal|critical|crit|panic|emerg|alert)"|(?:50|60)(?-u:\b))"#,
+        r#""(?:level|lvl|severity)"[ \t]*:[ \t]*(?:"(?i:error|err|fatal|critical|crit|panic|emerg|alert)"|(?:50|60)(?-u:\b))"#,
     ),
     // logcat's E and F: `MM-DD hh:mm:ss.mmm  PID  TID E Tag: …` and
     // `E/Tag( PID): …`.
-    (
-        SalientRank::Error,
-        r"^[0-9]{2}-[0-9]{2} [0-9:.]{12}[ \t]+[0-9]+[ \t]+[0-9]+ [EF] ",
-    ),
+    (SalientRank::Error, r"[0-9] [EF] [^ :]+: "),
     (
         SalientRank::Error,
         r"^[EF]/[^ \t(:]+[ \t]*(?:\([ \t]*[0-9]+\))?: ",
@@ -93,21 +91,20 @@ pub const DEFAULT_SALIENT: &[(SalientRank, &str)] = &[
     // `fatal error: …`, `x.ts(3,5): error TS2304: …`, MSVC's `error C2065:`.
     (
         SalientRank::Error,
-        r"^(?:[^ \t:]+:[0-9]+(?::[0-9]+)?:? )?(?:fatal )?error(?:\[[A-Za-z]*[0-9]+\])?:",
+        r"(?:^|: )(?:fatal )?error(?:\[[A-Za-z]*[0-9]+\])?:|(?-u:\b)error (?:TS|C|CS)[0-9]+:",
     ),
-    (SalientRank::Error, r"(?-u:\b)error (?:TS|C|CS)[0-9]+:"),
     // Failing tests: pytest's `FAILED …`, go's `--- FAIL:` and `FAIL pkg`,
-    // jest's `FAIL file`, unittest's `FAIL: test`, cargo's `… FAILED` and
+    // jest's `FAIL file`, unittest's `FAIL: test`, cargo's and unittest's `… FAILED` and
     // `test result: FAILED`, TAP's `not ok`, the runners' crosses.
     (
         SalientRank::Error,
-        r"^(?:--- )?FAIL(?:ED)?(?:[: \t]|\r?$)|^not ok [0-9]+|\.\.\. (?:FAILED|FAIL|ERROR)\r?$|^test result: FAILED|^[ \t]*(?:✕|✗|×) ",
+        r"^(?:--- )?FAIL(?:ED)?(?:[: \t]|\r?$)|^not ok [0-9]+|[ \t](?:FAILED|FAIL|ERROR)\r?$|^test result: FAILED|(?:✕|✗) ",
     ),
     // Runtimes: tracebacks, exceptions, panics, crashes.
     (SalientRank::Error, r"^Traceback \(most recent call last\)"),
     (
         SalientRank::Error,
-        r"^(?:[A-Za-z_$][A-Za-z0-9_$]*\.)*[A-Za-z_$]*(?:Error|Exception)(?::|[ \t]*\r?$)|^Exception in thread |^Caused by: |^Uncaught [A-Za-z]*Error",
+        r"(?:Error|Exception)(?::|[ \t]*\r?$)|^Exception in thread |^Caused by: ",
     ),
     (SalientRank::Error, r"panicked at|(?-u:\b)panic: "),
     (SalientRank::Error, r"Segmentation fault|core dumped"),
@@ -119,24 +116,23 @@ pub const DEFAULT_SALIENT: &[(SalientRank, &str)] = &[
     ),
     // Warnings: the same places, one rank down.
     (SalientRank::Warning, r"(?-u:\b)(?:WARN|WARNING)(?-u:\b)"),
-    (SalientRank::Warning, r"\[(?:[a-z_]+:)?(?:warn|warning)\]"),
+    (SalientRank::Warning, r"\[(?:warn|warning)\]|:warn\]"),
     (
         SalientRank::Warning,
-        r#"(?-u:\b)(?:level|lvl|severity|loglevel)=["']?(?i:warn|warning)(?-u:\b)"#,
+        r#"(?-u:\b)(?:level|lvl|severity)=["']?(?i:warn|warning)(?-u:\b)"#,
     ),
     (
         SalientRank::Warning,
-        r#""(?:level|lvl|severity|loglevel)"[ \t]*:[ \t]*(?:"(?i:warn|warning)"|40(?-u:\b))"#,
+        r#""(?:level|lvl|severity)"[ \t]*:[ \t]*(?:"(?i:warn|warning)"|40(?-u:\b))"#,
     ),
     (
         SalientRank::Warning,
-        r"^[0-9]{2}-[0-9]{2} [0-9:.]{12}[ \t]+[0-9]+[ \t]+[0-9]+ W |^W/[^ \t(:]+[ \t]*(?:\([ \t]*[0-9]+\))?: ",
+        r"[0-9] W [^ :]+: |^W/[^ \t(:]+[ \t]*(?:\([ \t]*[0-9]+\))?: ",
     ),
     (
         SalientRank::Warning,
-        r"^(?:[^ \t:]+:[0-9]+(?::[0-9]+)?:? )?warning(?:\[[^\]]*\])?:|(?-u:\b)warning (?:TS|C|CS)[0-9]+:|^npm (?:WARN|warn) ",
+        r"(?:^|: )warning(?:\[[^\]]*\])?:|(?-u:\b)warning (?:TS|C|CS)[0-9]+:|^npm (?:WARN|warn) |Warning: ",
     ),
-    (SalientRank::Warning, r"(?-u:\b)[A-Z][A-Za-z]*Warning: "),
     // Words: a line that mentions an error without saying it is one.
     (SalientRank::Word, r"(?-u:\b)error(?-u:\b)|Error(?-u:\b)"),
     (SalientRank::Word, r"Exception(?-u:\b)"),
@@ -150,6 +146,53 @@ pub const DEFAULT_SALIENT: &[(SalientRank, &str)] = &[
         r"No such file or directory|Permission denied",
     ),
 ];
+
+/// Literals one of which every line the built-in patterns match holds,
+/// unless [`SHORT`] matches it (`the_gate_passes_every_line_the_built_in_patterns_match`
+/// checks it): with the built-in patterns, only the lines they are in are
+/// searched. Each is four bytes or more, so one vectorized search finds them.
+const GATE: &[&str] = &[
+    "ERROR",
+    "FATAL",
+    "SEVERE",
+    "CRITICAL",
+    "PANIC",
+    "error",
+    "fatal",
+    "Fatal",
+    "crit",
+    "alert",
+    "emerg",
+    "panic",
+    "level",
+    "lvl=",
+    "lvl\"",
+    "severity",
+    "FAIL",
+    "Failed",
+    "not ok",
+    "✕ ",
+    "✗ ",
+    "Traceback",
+    "Error",
+    "Exception",
+    "Caused by: ",
+    "Segmentation fault",
+    "core dumped",
+    "ERR!",
+    ": ***",
+    "command not found",
+    "undefined reference to",
+    "WARN",
+    "warn",
+    "Warning",
+    "No such file or directory",
+    "Permission denied",
+];
+
+/// The built-in patterns' matches that hold no literal of [`GATE`]:
+/// logcat's levels and apt's `E:`.
+const SHORT: &str = r"[0-9] [EFW] [^ :]+: |^[EFW]/|^E: ";
 
 /// The default share of the budget salient lines may take, in percent.
 pub const DEFAULT_SALIENT_PERCENT: u8 = 20;
@@ -296,7 +339,10 @@ impl Default for SalientPatterns {
         static BUILT_IN: std::sync::OnceLock<SalientPatterns> = std::sync::OnceLock::new();
         BUILT_IN
             .get_or_init(|| match SalientPatterns::new(built_in()) {
-                Ok(p) => p,
+                Ok(mut p) => {
+                    p.matcher = p.matcher.map(Matcher::gated);
+                    p
+                }
                 // The built-in patterns are constants covered by tests.
                 Err(e) => panic!("built-in salient patterns: {e}"),
             })
@@ -429,6 +475,43 @@ pub(crate) struct Matcher {
     /// line whose first match ranks lower than another it holds.
     errors: Option<meta::Regex>,
     warnings: Option<meta::Regex>,
+    /// With the built-in patterns: what a matching line holds.
+    gate: Option<Arc<Gate>>,
+}
+
+/// A search for the lines that may match, far cheaper than the patterns.
+#[derive(Debug)]
+struct Gate {
+    long: aho_corasick::packed::Searcher,
+    short: meta::Regex,
+}
+
+/// Where a search of the gate got to: the next candidate of each of its
+/// two searches, and where each was searched from.
+#[derive(Default)]
+struct Cursor {
+    long: Option<(usize, Option<usize>)>,
+    short: Option<(usize, Option<usize>)>,
+}
+
+impl Cursor {
+    /// The next candidate at or after `pos` of one search, reusing the last
+    /// answer while it still holds.
+    fn next(
+        slot: &mut Option<(usize, Option<usize>)>,
+        pos: usize,
+        search: impl FnOnce() -> Option<usize>,
+    ) -> Option<usize> {
+        match *slot {
+            Some((from, Some(at))) if from <= pos && at >= pos => Some(at),
+            Some((from, None)) if from <= pos => None,
+            _ => {
+                let at = search();
+                *slot = Some((pos, at));
+                at
+            }
+        }
+    }
 }
 
 impl Matcher {
@@ -460,15 +543,65 @@ impl Matcher {
             ranks: sorted.iter().map(|p| p.rank).collect(),
             errors: of(SalientRank::Error)?,
             warnings: of(SalientRank::Warning)?,
+            gate: None,
         })
     }
 
-    /// The rank of a line whose first match ranks `first`.
+    /// Adds the built-in patterns' gate (where the machine can search
+    /// for its literals together).
+    fn gated(mut self) -> Matcher {
+        let long = aho_corasick::packed::Config::new()
+            .builder()
+            .extend(GATE)
+            .build();
+        let short = compile(&[SHORT]).ok();
+        if let (Some(long), Some(short)) = (long, short) {
+            self.gate = Some(Arc::new(Gate { long, short }));
+        }
+        self
+    }
+
+    /// The first match at or after `pos`, which starts a line.
+    fn find(&self, text: &[u8], mut pos: usize, cur: &mut Cursor) -> Option<regex_automata::Match> {
+        let Some(gate) = &self.gate else {
+            return self.all.find(Input::new(text).range(pos..));
+        };
+        while pos < text.len() {
+            let long = Cursor::next(&mut cur.long, pos, || {
+                let span = aho_corasick::Span::from(pos..text.len());
+                gate.long.find_in(text, span).map(|m| m.start())
+            });
+            let short = Cursor::next(&mut cur.short, pos, || {
+                gate.short
+                    .find(Input::new(text).range(pos..))
+                    .map(|m| m.start())
+            });
+            let g = match (long, short) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => a.or(b)?,
+            };
+            let start = memchr::memrchr(b'\n', &text[pos..g]).map_or(pos, |i| pos + i + 1);
+            let end = memchr::memchr(b'\n', &text[g..]).map_or(text.len(), |i| g + i);
+            if let Some(m) = self.all.find(Input::new(text).range(start..end)) {
+                return Some(m);
+            }
+            pos = end + 1;
+        }
+        None
+    }
+
+    /// The rank of a line whose first match ranks `first`: a level or a
+    /// compiler's prefix comes first in its line and says what the line
+    /// is; a line whose first match is a mere word takes the highest rank
+    /// it holds.
     fn raise(&self, line: &[u8], first: SalientRank) -> SalientRank {
+        if first > SalientRank::Word {
+            return first;
+        }
         let holds = |r: &Option<meta::Regex>| r.as_ref().is_some_and(|r| r.is_match(line));
-        if first < SalientRank::Error && holds(&self.errors) {
+        if holds(&self.errors) {
             SalientRank::Error
-        } else if first < SalientRank::Warning && holds(&self.warnings) {
+        } else if holds(&self.warnings) {
             SalientRank::Warning
         } else {
             first
@@ -482,11 +615,12 @@ impl Matcher {
         text: &'a [u8],
     ) -> impl Iterator<Item = (Range<usize>, SalientRank)> + 'a {
         let mut pos = 0;
+        let mut cur = Cursor::default();
         std::iter::from_fn(move || {
             if pos > text.len() {
                 return None;
             }
-            let m = self.all.find(Input::new(text).range(pos..))?;
+            let m = self.find(text, pos, &mut cur)?;
             let start = memchr::memrchr(b'\n', &text[..m.start()]).map_or(0, |i| i + 1);
             let end =
                 memchr::memchr(b'\n', &text[m.start()..]).map_or(text.len(), |i| m.start() + i);
@@ -498,7 +632,7 @@ impl Matcher {
 
     /// The rank of one line, if it matches.
     pub(crate) fn line_rank(&self, line: &[u8]) -> Option<SalientRank> {
-        let m = self.all.find(line)?;
+        let m = self.find(line, 0, &mut Cursor::default())?;
         Some(self.raise(line, self.ranks[m.pattern().as_usize()]))
     }
 }
@@ -671,7 +805,7 @@ mod tests {
             "  = note: an error occurred while linking",
             "could not open file: No such file or directory",
             "Retrying after Failed attempt",
-            "ErrorBoundary caught an Error",
+            "ErrorBoundary caught an Error in render",
         ];
         for h in words {
             assert_eq!(rank(&m, h), Some(SalientRank::Word), "{h}");
@@ -687,6 +821,127 @@ mod tests {
         for h in misses {
             assert_eq!(rank(&m, h), None, "{h}");
         }
+    }
+
+    /// Lines the gate must pass: each built-in pattern's matches, in
+    /// pieces and joined, beside lines that only nearly match.
+    const FRAGMENTS: &[&str] = &[
+        "error[E0308]: mismatched types",
+        "x.c:3:5: error: expected",
+        "fatal error: x.h",
+        "a.ts(3,5): error TS2304: x",
+        "FAILED t.py::x",
+        "--- FAIL: T",
+        "FAIL\tpkg",
+        "test x ... FAILED",
+        "test x ... ERROR",
+        "not ok 3 - x",
+        "test result: FAILED. 1 passed",
+        "  ✕ adds",
+        "  ✗ adds",
+        "Traceback (most recent call last):",
+        "thread 'main' panicked at src/main.rs:2:5:",
+        "panic: runtime error",
+        "fatal: no",
+        "Exception in thread \"main\" x",
+        "java.lang.IllegalStateException: closed",
+        "Caused by: java.io.IOException",
+        "ValueError: bad",
+        "KeyError",
+        "npm ERR! code",
+        "npm error code",
+        "make[2]: *** [all] Error 1",
+        "E: Unable",
+        "2026 ERROR x",
+        "FATAL x",
+        "SEVERE: x",
+        "CRITICAL x",
+        "PANIC x",
+        "[error] x",
+        "[core:error] x",
+        "[crit] x",
+        "[alert] x",
+        "[emerg] x",
+        "[panic] x",
+        "level=error msg=x",
+        "lvl=ERR msg=x",
+        "severity='fatal'",
+        r#"{"level":"error"}"#,
+        r#"{"severity": "Critical"}"#,
+        r#"{"level":50}"#,
+        r#"{"level":60}"#,
+        "12-05 03:14:42.123  1234  5678 E Tag: x",
+        "12-05 03:14:42.123  1234  5678 F Tag: x",
+        "12-05 03:14:42.123  1234  5678 W Tag: x",
+        "E/Tag( 12): x",
+        "F/libc    ( 1234): x",
+        "W/Tag(12): x",
+        "Segmentation fault",
+        "core dumped",
+        "sh: x: command not found",
+        "undefined reference to `f'",
+        "WARN x",
+        "WARNING x",
+        "[warn] x",
+        "[core:warn] x",
+        "level=warning",
+        r#"{"level":"WARN"}"#,
+        r#"{"level":40}"#,
+        "warning: unused",
+        "a.c:1:2: warning[-Wx]: y",
+        "a.ts(1,2): warning TS6133: y",
+        "npm WARN x",
+        "npm warn x",
+        "DeprecationWarning: old",
+        "an error here",
+        "an Error here",
+        "an Exception here",
+        "FAILURE x",
+        "Failed x",
+        "fatal x",
+        "Fatal x",
+        "No such file or directory",
+        "Permission denied",
+        // near misses
+        "errors: 0",
+        "ok 3 - x",
+        "levels=error",
+        "E/",
+        " E x",
+        "12-05 E Tag: x",
+        "terror",
+        "WARNINGS",
+        "panicky",
+        "FAILS",
+        "",
+    ];
+
+    #[test]
+    fn the_gate_passes_every_line_the_built_in_patterns_match() {
+        let gated = SalientPatterns::default().matcher().unwrap();
+        assert!(gated.gate.is_some());
+        let plain = SalientPatterns::new(built_in()).unwrap().matcher().unwrap();
+        assert!(plain.gate.is_none());
+        let mut lines: Vec<String> = Vec::new();
+        for a in FRAGMENTS {
+            lines.push((*a).to_owned());
+            lines.push(format!("x {a}"));
+            lines.push(format!("{a}\r"));
+            for b in FRAGMENTS.iter().step_by(7) {
+                lines.push(format!("{a} {b}"));
+            }
+        }
+        let mut matched = 0;
+        for l in &lines {
+            let r = plain.line_rank(l.as_bytes());
+            assert_eq!(gated.line_rank(l.as_bytes()), r, "{l:?}");
+            matched += usize::from(r.is_some());
+        }
+        assert!(matched > lines.len() / 2, "{matched} of {}", lines.len());
+        let text = lines.join("\n");
+        let a: Vec<_> = plain.lines(text.as_bytes()).collect();
+        let b: Vec<_> = gated.lines(text.as_bytes()).collect();
+        assert_eq!(a, b);
     }
 
     #[test]

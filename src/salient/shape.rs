@@ -4,8 +4,10 @@
 //!
 //! Blanked out, each as one placeholder:
 //!
-//! * a quoted value (`"…"`, `` `…` ``, and `'…'` where the quote does not
-//!   follow a letter or digit, so `don't` stays a word);
+//! * a quoted value of one word (`"…"`, `` `…` ``, and `'…'` where the
+//!   quote does not follow a letter or digit, so `don't` stays a word); a
+//!   quoted key (`"level":`) is kept, and a quoted text of several words (a
+//!   JSON log's message) is read as a line of its own;
 //! * a path or URL: a whitespace-delimited run holding `/` or `\` that starts
 //!   like a path (`/`, `./`, `../`, `~/`, `C:\`), holds two separators, or
 //!   ends in a file name with an extension;
@@ -17,54 +19,119 @@
 //! one to three capitals and digits), which name different errors. Runs of
 //! whitespace are one space; whitespace at either end does not count.
 
-/// The shape key of `line` (escape sequences already removed).
+/// The shape key of `line` (escape sequences already removed) as a line
+/// of `rank`: lines of different ranks are never one shape.
+pub(crate) fn ranked(line: &[u8], rank: crate::salient::SalientRank) -> u64 {
+    let mut h = Hasher(0);
+    h.push(rank as u8);
+    into(line, &mut h);
+    h.0
+}
+
+/// The shape key of `line`.
+#[cfg(test)]
 pub(crate) fn key(line: &[u8]) -> u64 {
     let mut h = Hasher(0);
+    into(line, &mut h);
+    h.0
+}
+
+fn into(line: &[u8], h: &mut Hasher) {
     let line = trim(line);
     let n = line.len();
     let mut i = 0;
     while i < n {
         let b = line[i];
-        if is_space(b) {
-            while i < n && is_space(line[i]) {
+        let c = CLASS[usize::from(b)];
+        if c == SPACE {
+            i += 1;
+            while i < n && CLASS[usize::from(line[i])] == SPACE {
                 i += 1;
             }
             h.push(b' ');
             continue;
         }
-        if opens_quote(line, i) {
+        if c == QUOTE && opens_quote(line, i) {
             if let Some(j) = memchr::memchr(b, &line[i + 1..]) {
-                h.push(b'Q');
+                let inside = &line[i + 1..i + 1 + j];
                 i += j + 2;
+                let key = line[i..]
+                    .iter()
+                    .find(|&&b| CLASS[usize::from(b)] != SPACE)
+                    .is_some_and(|&b| b == b':');
+                if key {
+                    // A key (`"level":`): part of the line's form.
+                    h.push(b'K');
+                    h.extend(inside);
+                } else if inside.iter().any(|&b| CLASS[usize::from(b)] == SPACE) {
+                    // A message (`"msg": "disk full"`): read as a line.
+                    h.push(b'M');
+                    into(inside, h);
+                    h.push(b'M');
+                } else {
+                    h.push(b'Q');
+                }
                 continue;
             }
         }
         // A run up to the next space or quote.
         let mut end = i + 1;
-        while end < n && !is_space(line[end]) && !opens_quote(line, end) {
+        let mut seps = 0;
+        while end < n {
+            let c = CLASS[usize::from(line[end])];
+            if c == SPACE || (c == QUOTE && opens_quote(line, end)) {
+                break;
+            }
+            seps += usize::from(c == SEP);
             end += 1;
         }
         let run = &line[i..end];
-        if is_path(run) {
+        seps += usize::from(c == SEP);
+        if seps > 0 && is_path(run, seps) {
             h.push(b'P');
         } else {
-            words(run, &mut h);
+            words(run, h);
         }
         i = end;
     }
-    h.0
 }
+
+const OTHER: u8 = 0;
+const SPACE: u8 = 1;
+const QUOTE: u8 = 2;
+const SEP: u8 = 3;
+const ALPHA: u8 = 4;
+const DIGIT: u8 = 5;
+
+/// Each byte's class.
+static CLASS: [u8; 256] = {
+    let mut t = [OTHER; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = match c {
+            b' ' | b'\t' | b'\r' | b'\n' | b'\x0b' | b'\x0c' => SPACE,
+            b'"' | b'`' | b'\'' => QUOTE,
+            b'/' | b'\\' => SEP,
+            b'0'..=b'9' => DIGIT,
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' => ALPHA,
+            _ => OTHER,
+        };
+        b += 1;
+    }
+    t
+};
 
 fn trim(mut line: &[u8]) -> &[u8] {
     while let [first, rest @ ..] = line {
-        if is_space(*first) {
+        if CLASS[usize::from(*first)] == SPACE {
             line = rest;
         } else {
             break;
         }
     }
     while let [rest @ .., last] = line {
-        if is_space(*last) {
+        if CLASS[usize::from(*last)] == SPACE {
             line = rest;
         } else {
             break;
@@ -73,12 +140,9 @@ fn trim(mut line: &[u8]) -> &[u8] {
     line
 }
 
-fn is_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'\x0b' | b'\x0c')
-}
-
 fn is_word(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
+    let c = CLASS[usize::from(b)];
+    c == ALPHA || c == DIGIT
 }
 
 /// Whether `line[i]` opens a quoted value.
@@ -90,11 +154,8 @@ fn opens_quote(line: &[u8], i: usize) -> bool {
     }
 }
 
-fn is_path(run: &[u8]) -> bool {
-    let seps = run.iter().filter(|&&b| b == b'/' || b == b'\\').count();
-    if seps == 0 {
-        return false;
-    }
+/// Whether a run holding `seps` separators is a path.
+fn is_path(run: &[u8], seps: usize) -> bool {
     let starts = run.starts_with(b"/")
         || run.starts_with(b"./")
         || run.starts_with(b"../")
@@ -126,20 +187,27 @@ fn words(run: &[u8], h: &mut Hasher) {
             continue;
         }
         let mut end = i + 1;
-        while end < run.len() && is_word(run[end]) {
+        let mut digits = CLASS[usize::from(b)] == DIGIT;
+        while end < run.len() {
+            let c = CLASS[usize::from(run[end])];
+            if c != ALPHA && c != DIGIT {
+                break;
+            }
+            digits |= c == DIGIT;
             end += 1;
         }
-        word(&run[i..end], h);
+        let w = &run[i..end];
+        if digits {
+            word(w, h);
+        } else {
+            h.extend(w);
+        }
         i = end;
     }
 }
 
+/// A word holding a digit.
 fn word(w: &[u8], h: &mut Hasher) {
-    let digits = w.iter().any(u8::is_ascii_digit);
-    if !digits {
-        h.extend(w);
-        return;
-    }
     if w[0].is_ascii_digit() {
         h.push(b'#');
         return;
@@ -179,10 +247,24 @@ impl Hasher {
         self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 
+    /// Eight bytes at a time, then one at a time; the length goes in too,
+    /// so a word is not the same as its bytes pushed one by one.
     fn extend(&mut self, bytes: &[u8]) {
-        for &b in bytes {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.word(u64::from_le_bytes(w));
+        }
+        for &b in chunks.remainder() {
             self.push(b);
         }
+        self.word(bytes.len() as u64 | 1 << 63);
+    }
+
+    #[inline]
+    fn word(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 }
 
@@ -229,10 +311,10 @@ mod tests {
             "warning: unused variable `x1`",
             "warning: unused variable `buffer_len`",
         );
-        same("KeyError: 'name'", "KeyError: 'other key'");
+        same("KeyError: 'name'", "KeyError: 'other'");
         same(
             r#"level=error msg="disk full""#,
-            r#"level=error msg="timeout""#,
+            r#"level=error msg="disk  full""#,
         );
         // digits inside words, whitespace runs
         same("worker-3 crashed", "worker-12   crashed");
@@ -262,6 +344,18 @@ mod tests {
         differ("don't retry host", "don't retry port");
         // a level is not a path
         differ("E/Camera(12): open failed", "E/Audio(12): open failed");
+        // a JSON log's messages and keys
+        differ(
+            r#"{"level":"error","msg":"db down"}"#,
+            r#"{"level":"error","msg":"disk full"}"#,
+        );
+        differ(r#"{"level":"error"}"#, r#"{"severity":"error"}"#);
+        // a JSON log's messages and keys
+        differ(
+            r#"{"level":"error","msg":"db down"}"#,
+            r#"{"level":"error","msg":"disk full"}"#,
+        );
+        differ(r#"{"level":"error"}"#, r#"{"severity":"error"}"#);
     }
 
     #[test]

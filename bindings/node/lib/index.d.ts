@@ -26,8 +26,8 @@ export interface PolicyOptions {
   format?: 'text' | 'json' | 'auto'
   /** `'terminal'` (default: what a terminal would show, escapes removed, progress bars as their last frame, repeats folded, error lines of an omitted middle kept) or `'raw'` (the bytes as they are). The stored object is always the raw bytes. */
   render?: 'terminal' | 'raw'
-  /** Regular expressions (Rust syntax) of the lines an omitted middle keeps between head and tail; `[]` for none. Default: built-in error patterns. */
-  salient?: string[]
+  /** Regular expressions (Rust syntax) of the lines an omitted middle keeps between head and tail; `[]` for none. A string ranks as an error; `{ pattern, rank }` gives another rank. Default: built-in ranked patterns. */
+  salient?: (string | { pattern: string; rank?: 'error' | 'warning' | 'word' })[]
   /** The most of the budget salient lines take, in percent. Default 20. */
   salientPercent?: number
   /** An optional cap in tokens, notice included, counted with `tokenizer`. */

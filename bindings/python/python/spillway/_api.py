@@ -217,7 +217,7 @@ class Spiller:
         durability: Optional[str] = None,
         format: Optional[str] = None,
         render: Optional[str] = None,
-        salient: Optional[Sequence[str]] = None,
+        salient: Optional[Sequence[Union[str, Mapping[str, str]]]] = None,
         salient_percent: Optional[int] = None,
         max_inline_tokens: Optional[int] = None,
         tokenizer: Optional[str] = None,
@@ -243,8 +243,10 @@ class Spiller:
                 config[key] = value
         if salient is not None:
             if isinstance(salient, (str, bytes)):
-                raise TypeError("salient must be a sequence of regular expressions, not one string")
-            config["salient"] = list(salient)
+                raise TypeError(
+                    "salient must be a sequence of regular expressions or {pattern, rank} mappings, not one string"
+                )
+            config["salient"] = [p if isinstance(p, str) else dict(p) for p in salient]
         if notice is not None:
             config["notice"] = dict(notice)
         if isinstance(store, Store):
