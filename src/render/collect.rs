@@ -20,7 +20,7 @@ pub(crate) struct Parts {
 }
 
 /// The salient lines of the part between the head and the tail, by shape.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct MiddleLines {
     /// The kept shapes, in the order of their first lines.
     pub groups: Vec<Group>,
@@ -29,6 +29,18 @@ pub(crate) struct MiddleLines {
     /// The shapes of matched lines not kept, and whether that set is whole.
     pub dropped: std::collections::HashSet<u64>,
     pub exact: bool,
+}
+
+impl Default for MiddleLines {
+    /// No middle: nothing matched, and that count is exact.
+    fn default() -> Self {
+        MiddleLines {
+            groups: Vec::new(),
+            matched: 0,
+            dropped: std::collections::HashSet::new(),
+            exact: true,
+        }
+    }
 }
 
 /// Takes rendered lines until the head holds `cap` bytes.

@@ -658,6 +658,8 @@ impl Candidate {
         rank: SalientRank,
         shape: u64,
     ) -> Candidate {
+        // A CRLF line's `\r` is its line ending, not its text.
+        let text = text.trim_end_matches('\r');
         let text = if text.len() > MAX_SALIENT_LINE {
             let mut end = MAX_SALIENT_LINE - '…'.len_utf8();
             while !text.is_char_boundary(end) {
