@@ -867,3 +867,81 @@ fn error_lines_outrank_a_repeated_warning_and_shapes_fold() {
         assert!(o.content.contains(&header), "{header}: {}", o.content);
     }
 }
+
+/// Outputs just over the budget (1.05x to 2x), the common case: the error
+/// in the omitted middle is shown, a repeated warning at most twice, and
+/// the header counts exactly the omitted lines that match.
+#[test]
+fn just_over_the_budget_the_block_counts_and_shows_the_omitted_middle() {
+    let (_d, store) = temp_store();
+    let budget = 8000usize;
+    for factor in [1.05f64, 1.2, 1.5, 2.0] {
+        let want = (budget as f64 * factor) as usize;
+        let mut lines = Vec::new();
+        let mut size = 0;
+        let mut i = 0u64;
+        while size < want {
+            i += 1;
+            let line = if i.is_multiple_of(6) {
+                format!("2026-12-05 03:00:{:02} WARN cache miss for key {i}", i % 60)
+            } else {
+                format!("2026-12-05 03:00:{:02} INFO served request {i}", i % 60)
+            };
+            size += line.len() + 1;
+            lines.push(line);
+        }
+        // The error goes in the middle of what the preview omits.
+        let mut plain = builder(budget);
+        plain.salient(Vec::<String>::new());
+        let probe = spiller(&plain, &store)
+            .apply((lines.join("\n") + "\n").as_bytes())
+            .unwrap();
+        let [a, b] = probe.omitted_range.unwrap();
+        let mid = ((a + b) / 2) as usize - 1;
+        lines[mid] = "2026-12-05 03:00:00 ERROR database connection lost".to_owned();
+        let input = lines.join("\n") + "\n";
+        for o in [
+            spiller(&builder(budget), &store)
+                .apply(input.as_bytes())
+                .unwrap(),
+            apply_chunked(
+                &spiller(&builder(budget), &store),
+                input.as_bytes(),
+                &[1000],
+            ),
+        ] {
+            assert!(o.spilled, "{factor}");
+            assert!(o.content.len() <= budget, "{factor}");
+            let [first, last] = o.omitted_range.unwrap();
+            assert!(
+                first as usize <= mid + 1 && mid < last as usize,
+                "{factor}: {first}-{last}, {} lines, {}",
+                lines.len(),
+                o.content
+            );
+            assert!(
+                o.salient_lines.contains(&(mid as u64 + 1)),
+                "{factor}: {}",
+                o.content
+            );
+            let omitted = &lines[first as usize - 1..last as usize];
+            let matching = omitted
+                .iter()
+                .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+                .count();
+            let warns_shown = o
+                .salient_lines
+                .iter()
+                .filter(|&&n| lines[n as usize - 1].contains(" WARN "))
+                .count();
+            assert!(warns_shown <= 2, "{factor}: {}", o.content);
+            let header =
+                format!("[spillway: {matching} omitted lines match error or warning patterns, ");
+            assert!(
+                o.content.contains(&header),
+                "{factor}: {header} {}",
+                o.content
+            );
+        }
+    }
+}

@@ -397,11 +397,7 @@ pub(crate) fn build_rendered(
             found = Some(last);
         }
     }
-    let (shown, block_len) = match &found {
-        Some(f) => block(f, &show),
-        None => (Vec::new(), 0),
-    };
-    let _ = block_len;
+    let shown = found.as_ref().map_or(Vec::new(), |f| block(f, &show).0);
 
     let a = head_at(head, h_end);
     let b = tail_at(tail, t_start, r.total_bytes, r.total_lines);

@@ -5,8 +5,9 @@
 use std::collections::VecDeque;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use super::collect::MiddleLines;
 use crate::preview::escape_len;
-use crate::salient::{shape, Matcher, SalientRank};
+use crate::salient::{shape, Candidate, Group, Matcher, SalientRank};
 
 /// `src` without its escape sequences (as the preview's cut rules read
 /// them), so that a colour code does not glue itself to a word the
@@ -59,32 +60,6 @@ impl RawHit {
     }
 }
 
-/// The matched lines of one shape in the middle.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct RawGroup {
-    pub shape: u64,
-    pub rank: SalientRank,
-    pub count: u64,
-    pub first: RawHit,
-    pub second: Option<u64>,
-    pub before_last: Option<u64>,
-    /// The last line, when `count >= 2`.
-    pub last: Option<RawHit>,
-}
-
-/// What the scan found between the head and the rendered tail.
-#[derive(Debug, Default)]
-pub(crate) struct Middle {
-    /// The kept shapes, in the order of their first lines.
-    pub groups: Vec<RawGroup>,
-    /// Matched lines.
-    pub matched: u64,
-    /// The shapes of lines counted but not kept, and whether that set is
-    /// whole.
-    pub dropped: std::collections::HashSet<u64>,
-    pub exact: bool,
-}
-
 /// A hit still within the window: its bytes are in the arena.
 #[derive(Clone, Copy, Debug)]
 struct Pending {
@@ -97,6 +72,54 @@ struct Pending {
     /// byte ever, and how many.
     at: usize,
     len: usize,
+}
+
+/// The hits still within the window of the end, oldest first, and their
+/// bytes: `arena[0]` is byte `arena_base` of all the bytes ever put in it.
+#[derive(Default)]
+struct Window {
+    pending: VecDeque<Pending>,
+    arena: Vec<u8>,
+    arena_base: usize,
+}
+
+impl Window {
+    /// Records a hit: `text` is the line as matched (escapes removed),
+    /// `bytes` its raw bytes.
+    fn push(&mut self, span: (u64, u64), line: u64, rank: SalientRank, text: &[u8], bytes: &[u8]) {
+        let bytes = &bytes[..bytes.len().min(KEEP_BYTES)];
+        let at = self.arena_base + self.arena.len();
+        self.arena.extend_from_slice(bytes);
+        self.pending.push_back(Pending {
+            raw: span.0,
+            raw_end: span.1,
+            line,
+            rank,
+            shape: shape::ranked(text, rank),
+            at,
+            len: bytes.len(),
+        });
+    }
+
+    /// Hands over the hits that start before `raw`, oldest first, with
+    /// their bytes, and reclaims the arena once most of it is behind the
+    /// hits left.
+    fn drain_before(&mut self, raw: u64, mut take: impl FnMut(&Pending, &[u8])) {
+        while let Some(h) = self.pending.front().filter(|h| h.raw < raw).copied() {
+            self.pending.pop_front();
+            let from = h.at - self.arena_base;
+            take(&h, &self.arena[from..from + h.len]);
+        }
+        let live = self
+            .pending
+            .front()
+            .map_or(self.arena_base + self.arena.len(), |h| h.at);
+        let dead = live - self.arena_base;
+        if dead > 0 && dead >= self.arena.len() / 2 {
+            self.arena.drain(..dead);
+            self.arena_base = live;
+        }
+    }
 }
 
 /// A `HashMap` keyed by shape keys, which are hashes already.
@@ -125,7 +148,8 @@ impl Hasher for KeyHasher {
 #[derive(Default)]
 struct Shapes {
     index: ByShape<usize>,
-    groups: Vec<RawGroup>,
+    /// The kept shapes' keys and lines, in the order of their first lines.
+    groups: Vec<(u64, Group<RawHit>)>,
     /// Shapes seen but not kept (counted up to [`MAX_COUNTED`]).
     dropped: ByShape<()>,
     exact: bool,
@@ -143,7 +167,9 @@ impl Shapes {
     fn add(&mut self, h: &Pending, bytes: &[u8]) {
         self.matched += 1;
         if let Some(&i) = self.index.get(&h.shape) {
-            let g = &mut self.groups[i];
+            // In place, as `Group::then` would join a group of one: the
+            // last line's buffer is reused.
+            let g = &mut self.groups[i].1;
             g.count += 1;
             g.rank = g.rank.max(h.rank);
             if g.second.is_none() {
@@ -168,34 +194,36 @@ impl Shapes {
         let mut first = RawHit::default();
         first.set(h, bytes);
         self.index.insert(h.shape, self.groups.len());
-        self.groups.push(RawGroup {
-            shape: h.shape,
-            rank: h.rank,
-            count: 1,
-            first,
-            second: None,
-            before_last: None,
-            last: None,
-        });
+        self.groups.push((
+            h.shape,
+            Group {
+                rank: h.rank,
+                count: 1,
+                first,
+                second: None,
+                before_last: None,
+                last: None,
+            },
+        ));
     }
 
     /// Drops the latest kept shape of the lowest rank, if it ranks below
     /// `rank`.
     fn make_room(&mut self, rank: SalientRank) -> bool {
-        let Some(lowest) = self.groups.iter().map(|g| g.rank).min() else {
+        let Some(lowest) = self.groups.iter().map(|(_, g)| g.rank).min() else {
             return true;
         };
         if lowest >= rank {
             return false;
         }
-        let Some(i) = self.groups.iter().rposition(|g| g.rank == lowest) else {
+        let Some(i) = self.groups.iter().rposition(|(_, g)| g.rank == lowest) else {
             return false;
         };
-        let g = self.groups.remove(i);
-        self.drop_shape(g.shape);
+        let (shape, _) = self.groups.remove(i);
+        self.drop_shape(shape);
         self.index.clear();
-        for (j, g) in self.groups.iter().enumerate() {
-            self.index.insert(g.shape, j);
+        for (j, (shape, _)) in self.groups.iter().enumerate() {
+            self.index.insert(*shape, j);
         }
         true
     }
@@ -222,11 +250,7 @@ pub(crate) struct RawScan {
     /// Hits still within `window` bytes of the end: they may lie in the
     /// rendered tail, which is scanned on its own.
     window: u64,
-    pending: VecDeque<Pending>,
-    /// The pending hits' bytes; `arena[0]` is byte `arena_base` of all the
-    /// bytes ever put in it.
-    arena: Vec<u8>,
-    arena_base: usize,
+    pending: Window,
     shapes: Shapes,
     /// Hits before this raw offset are in the head: passed over.
     head_end: Option<u64>,
@@ -244,9 +268,7 @@ impl RawScan {
             at: 0,
             line: 1,
             window,
-            pending: VecDeque::new(),
-            arena: Vec::new(),
-            arena_base: 0,
+            pending: Window::default(),
             shapes: Shapes::new(),
             head_end: None,
             stripped: Vec::new(),
@@ -308,48 +330,21 @@ impl RawScan {
         let (raw, n) = (self.carry_start, self.carry_line);
         if memchr::memchr(0x1B, line).is_none() {
             if let Some(rank) = self.matcher.line_rank(line) {
-                self.hit(raw, end, n, rank, line, line);
+                self.pending.push((raw, end), n, rank, line, line);
             }
             return;
         }
-        let mut buf = std::mem::take(&mut self.stripped);
-        strip(line, &mut buf);
-        if let Some(rank) = self.matcher.line_rank(&buf) {
-            self.hit(raw, end, n, rank, &buf, line);
+        strip(line, &mut self.stripped);
+        if let Some(rank) = self.matcher.line_rank(&self.stripped) {
+            self.pending.push((raw, end), n, rank, &self.stripped, line);
         }
-        self.stripped = buf;
-    }
-
-    /// Records a hit: `text` is the line as matched (escapes removed),
-    /// `bytes` its raw bytes.
-    fn hit(
-        &mut self,
-        raw: u64,
-        raw_end: u64,
-        line: u64,
-        rank: SalientRank,
-        text: &[u8],
-        bytes: &[u8],
-    ) {
-        let bytes = &bytes[..bytes.len().min(KEEP_BYTES)];
-        let at = self.arena_base + self.arena.len();
-        self.arena.extend_from_slice(bytes);
-        self.pending.push_back(Pending {
-            raw,
-            raw_end,
-            line,
-            rank,
-            shape: shape::ranked(text, rank),
-            at,
-            len: bytes.len(),
-        });
     }
 
     /// Whole lines without an escape sequence.
     fn scan_plain(&mut self, bulk: &[u8]) {
         let mut counted = 0;
         let mut line = self.line;
-        let matcher = self.matcher.clone();
+        let matcher = &self.matcher;
         for (r, rank) in matcher.lines(bulk) {
             line += bytecount::count(&bulk[counted..r.start], b'\n') as u64;
             counted = r.start;
@@ -364,8 +359,8 @@ impl RawScan {
             } else {
                 (text, rank)
             };
-            let raw = self.at + r.start as u64;
-            self.hit(raw, self.at + r.end as u64 + 1, line, rank, text, text);
+            let span = (self.at + r.start as u64, self.at + r.end as u64 + 1);
+            self.pending.push(span, line, rank, text, text);
         }
     }
 
@@ -378,7 +373,7 @@ impl RawScan {
         let mut line = self.line;
         // The raw cursor: the start of raw line `raw_line`.
         let (mut raw_pos, mut raw_line) = (0usize, self.line);
-        let matcher = self.matcher.clone();
+        let matcher = &self.matcher;
         for (r, rank) in matcher.lines(&buf) {
             line += bytecount::count(&buf[counted..r.start], b'\n') as u64;
             counted = r.start;
@@ -393,16 +388,16 @@ impl RawScan {
             }
             let end = memchr::memchr(b'\n', &bulk[raw_pos..]).map_or(bulk.len(), |i| raw_pos + i);
             let text = &bulk[raw_pos..end];
-            let (raw, raw_end) = (self.at + raw_pos as u64, self.at + end as u64 + 1);
+            let span = (self.at + raw_pos as u64, self.at + end as u64 + 1);
             if text.len() > LINE_CAP {
                 let mut cut = Vec::new();
                 strip(&text[..LINE_CAP], &mut cut);
                 if let Some(rank) = matcher.line_rank(&cut) {
-                    self.hit(raw, raw_end, line, rank, &cut, &text[..LINE_CAP]);
+                    self.pending.push(span, line, rank, &cut, &text[..LINE_CAP]);
                 }
                 continue;
             }
-            self.hit(raw, raw_end, line, rank, &buf[r], text);
+            self.pending.push(span, line, rank, &buf[r], text);
         }
         self.stripped = buf;
     }
@@ -412,51 +407,43 @@ impl RawScan {
         self.line += newlines;
     }
 
+    /// Groups the hits that can no longer lie in the rendered tail.
     fn evict(&mut self) {
         let keep_from = self.at.saturating_sub(self.window);
-        while self.pending.front().is_some_and(|h| h.raw < keep_from) {
-            let Some(h) = self.pending.pop_front() else {
-                break;
-            };
-            self.take(&h);
-        }
-        // Reclaim the arena once most of it is behind the pending hits.
-        let live = self
-            .pending
-            .front()
-            .map_or(self.arena_base + self.arena.len(), |h| h.at);
-        let dead = live - self.arena_base;
-        if dead > 0 && dead >= self.arena.len() / 2 {
-            self.arena.drain(..dead);
-            self.arena_base = live;
-        }
-    }
-
-    fn take(&mut self, h: &Pending) {
-        if self.head_end.is_some_and(|e| h.raw < e) {
-            return;
-        }
-        let from = h.at - self.arena_base;
-        self.shapes.add(h, &self.arena[from..from + h.len]);
+        let (head_end, shapes) = (self.head_end, &mut self.shapes);
+        self.pending.drain_before(keep_from, |h, bytes| {
+            if head_end.is_none_or(|e| h.raw >= e) {
+                shapes.add(h, bytes);
+            }
+        });
     }
 
     /// The hits between the head (`head_end`) and the rendered tail
-    /// (`tail_start`), by shape.
-    pub(crate) fn finish(mut self, head_end: u64, tail_start: u64) -> Middle {
+    /// (`tail_start`), by shape, their lines made [`Candidate`]s by `show`.
+    pub(crate) fn finish(
+        mut self,
+        head_end: u64,
+        tail_start: u64,
+        show: impl Fn(&RawHit, SalientRank, u64) -> Candidate,
+    ) -> MiddleLines {
         self.head_end = Some(head_end);
         if !self.carry.is_empty() {
             let carry = std::mem::take(&mut self.carry);
             self.judge_carry(&carry, self.at);
         }
-        let pending = std::mem::take(&mut self.pending);
-        for h in pending {
+        let shapes = &mut self.shapes;
+        self.pending.drain_before(u64::MAX, |h, bytes| {
             if h.raw >= head_end && h.raw_end <= tail_start {
-                self.take(&h);
+                shapes.add(h, bytes);
             }
-        }
+        });
         let shapes = self.shapes;
-        Middle {
-            groups: shapes.groups,
+        MiddleLines {
+            groups: shapes
+                .groups
+                .iter()
+                .map(|(shape, g)| g.map(|h| show(h, g.rank, *shape)))
+                .collect(),
             matched: shapes.matched,
             dropped: shapes.dropped.into_keys().collect(),
             exact: shapes.exact,

@@ -18,7 +18,7 @@ pub(crate) use collect::{MiddleLines, Parts};
 use middle::RawScan;
 use terminal::Terminal;
 
-use crate::salient::{Candidate, Group, Matcher};
+use crate::salient::{Candidate, Matcher};
 
 /// What the model-facing text is made of.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -178,33 +178,13 @@ impl Renderer {
         t.finish(&mut tail);
         tail.folder.flush(&mut tail.side);
         let middle = match scan {
-            Some(s) => {
-                let m = s.finish(head_end, from);
-                let render = |h: &middle::RawHit, g: &middle::RawGroup| {
-                    let mut p = Plain::default();
-                    let mut t = Terminal::new();
-                    t.feed(&mut p, &h.bytes);
-                    t.finish(&mut p);
-                    Candidate::new(&p.one_line(), h.line, (h.raw, h.raw_end), g.rank, g.shape)
-                };
-                MiddleLines {
-                    groups: m
-                        .groups
-                        .iter()
-                        .map(|g| Group {
-                            rank: g.rank,
-                            count: g.count,
-                            first: render(&g.first, g),
-                            second: g.second,
-                            before_last: g.before_last,
-                            last: g.last.as_ref().map(|h| render(h, g)),
-                        })
-                        .collect(),
-                    matched: m.matched,
-                    dropped: m.dropped,
-                    exact: m.exact,
-                }
-            }
+            Some(s) => s.finish(head_end, from, |h, rank, shape| {
+                let mut p = Plain::default();
+                let mut t = Terminal::new();
+                t.feed(&mut p, &h.bytes);
+                t.finish(&mut p);
+                Candidate::new(&p.one_line(), h.line, (h.raw, h.raw_end), rank, shape)
+            }),
             None => MiddleLines::default(),
         };
         let folded = head.folder.folded || tail.folder.folded;

@@ -682,18 +682,33 @@ impl Candidate {
 
 /// The salient lines of one shape in one part of the input, in order:
 /// how many, the first and the last (the ones a preview can show), and the
-/// line numbers next to them (for the note on the rest).
+/// line numbers next to them (for the note on the rest). `L` is a shown
+/// line: a [`Candidate`], or the raw bytes of one while the middle streams.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Group {
+pub(crate) struct Group<L = Candidate> {
     pub rank: SalientRank,
     pub count: u64,
-    pub first: Candidate,
+    pub first: L,
     /// The second line's number, when there are two or more.
     pub second: Option<u64>,
     /// The last but one line's number, when there are two or more.
     pub before_last: Option<u64>,
     /// The last line, when there are two or more.
-    pub last: Option<Candidate>,
+    pub last: Option<L>,
+}
+
+impl<L> Group<L> {
+    /// The same group with its lines turned into `M`s.
+    pub(crate) fn map<M>(&self, mut f: impl FnMut(&L) -> M) -> Group<M> {
+        Group {
+            rank: self.rank,
+            count: self.count,
+            first: f(&self.first),
+            second: self.second,
+            before_last: self.before_last,
+            last: self.last.as_ref().map(f),
+        }
+    }
 }
 
 impl Group {
