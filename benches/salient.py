@@ -12,15 +12,24 @@ directory, each labeled by what the program itself reports:
   (`--message-format=json`), an error's template being its code and its
   message with the quoted names blanked;
 * `pytest --tb=short` of a suite with several kinds of failure; labeled by
-  its JUnit XML report, a template being the exception type.
+  its JUnit XML report, a template being the exception type;
+* a service's log (`salient_service.py`: an asyncio server whose clients
+  reset connections, send malformed requests and time out), once as text
+  and once as JSON lines; labeled by the logging records at ERROR, a
+  template being the record's own message template;
+* `pip install -v` of three packages with C extensions, the second of which
+  fails to build (one file with errors of several kinds; every other file
+  compiles with warnings); labeled by gcc's own JSON diagnostics
+  (`-fdiagnostics-format=json`) of that file.
 
 Each log goes through `BIN apply` at 8,000 bytes and 32 KiB: with
 `--render raw` (head and tail alone), with the default policy, and with the
 default policy of `BEFORE_BIN` (an earlier build) when given. A template is
 kept when a line of the preview shows one of its errors; a block line is a
-repeat when, digits and quoted values blanked, it equals an earlier one.
+repeat when it says what an earlier one says (`repeat_key`).
 
-Needs cargo and python3 with pytest (`pip install pytest`).
+Needs cargo, gcc and python3 with pytest and wheel (`pip install pytest
+wheel`), and Python's headers.
 """
 import json
 import os
@@ -134,6 +143,90 @@ def pytest_log(tmp):
     return log, labels, kept
 
 
+def service_log(tmp, mode):
+    labels_file = os.path.join(tmp, f"labels-{mode}.jsonl")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "salient_service.py")
+    log = record([sys.executable, script, mode, labels_file], tmp)
+    templates = {json.loads(l)["template"] for l in open(labels_file)}
+    # A template's own text, its placeholders any value, ending where the
+    # message ends (at the line's end, a JSON string's end, or a note).
+    def pattern(t):
+        rx = re.escape(t)
+        for ph in ("%s", "%d", "%x", "%r"):
+            rx = rx.replace(re.escape(ph), ".+?")
+        return re.compile(rx + r'(?=\r?$|"| \[\+)')
+    pats = {t: pattern(t) for t in templates}
+    def kept(preview):
+        lines = preview.splitlines()
+        return {t for t, rx in pats.items() if any(rx.search(l) for l in lines)}
+    return log, templates, kept
+
+
+def gcc_template(message):
+    return re.sub(r"‘[^’]*’|'[^']*'", "Q", message)
+
+
+def pip_log(tmp):
+    # Three packages, built in order: the second one's C extension fails
+    # (one file, errors of several kinds), the others build with warnings;
+    # `-v` shows every compiler's output, as CI logs do.
+    def package(name, files, broken):
+        pkg = os.path.join(tmp, name)
+        os.makedirs(os.path.join(pkg, "src"))
+        with open(os.path.join(pkg, "setup.py"), "w") as f:
+            f.write(
+                "import glob\nfrom setuptools import setup, Extension\n"
+                f'setup(name="{name}", version="0.1", ext_modules=[Extension("{name}", '
+                'sorted(glob.glob("src/*.c")), extra_compile_args=["-Wall", "-Wextra"])])\n'
+            )
+        for m in range(files):
+            with open(os.path.join(pkg, "src", f"m{m:03}.c"), "w") as f:
+                f.write(
+                    f"#include <Python.h>\nint f{m}(int a, int b, int c) {{\n"
+                    f"  int unused_{m} = {m};\n  int x = a;\n  return x;\n}}\n"
+                )
+        if broken:
+            path = os.path.join(pkg, "src", f"m{files // 2:03}b.c")
+            with open(path, "w") as f:
+                f.write(
+                    "#include <Python.h>\nint two(int a, int b);\nstruct conn { int fd; };\n"
+                    "int broken(void) {\n  int x = undeclared_value;\n  char *p = 5;\n"
+                    "  struct conn c;\n  c.port = 1;\n  missing_type y = 0;\n"
+                    "  return two(1) + x + y + *p;\n}\n"
+                    "int more(void) {\n  return no_such_constant + two(1, 2, 3);\n}\n"
+                )
+            return path
+        return None
+
+    package("beta", 60, False)
+    broken = package("alpha", 60, True)
+    package("gamma", 60, False)
+    env = {"LC_ALL": "C.UTF-8"}
+    log = record(
+        [sys.executable, "-m", "pip", "install", "-v", "--no-index", "--no-build-isolation",
+         "./beta", "./alpha", "./gamma"],
+        tmp,
+        env,
+    )
+    include = subprocess.run(
+        [sys.executable, "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    diag = subprocess.run(
+        ["gcc", "-fsyntax-only", "-Wall", "-Wextra", "-fdiagnostics-format=json", "-I", include, broken],
+        capture_output=True, text=True, env=dict(os.environ, **env),
+    ).stderr
+    labels = {gcc_template(d["message"]) for d in json.loads(diag) if d["kind"] == "error"}
+    def kept(preview):
+        shown = set()
+        for line in preview.splitlines():
+            m = re.search(r"\berror: (.*?)(?: \[\+[0-9]+ like it.*)?$", line)
+            if m:
+                shown.add(gcc_template(m.group(1)))
+        return labels & shown
+    return log, labels, kept
+
+
 def block(preview):
     """The salient block's lines (header excluded)."""
     out, inside = [], False
@@ -148,11 +241,25 @@ def block(preview):
     return out
 
 
+def repeat_key(text):
+    """What a block line says, without what varies between its repeats: for
+    a JSON object its fields but the time, digits and hex blanked; for text,
+    digits, hex and quoted values blanked."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict):
+        fields = sorted((k, str(v)) for k, v in doc.items() if k != "time")
+        return " ".join(k + "=" + re.sub(r"0x[0-9a-fA-F]+|[0-9]+", "#", v) for k, v in fields)
+    return blank(text)
+
+
 def repeats(lines):
     seen, n = set(), 0
     for line in lines:
         text = re.sub(r" \[\+[0-9]+ like it, lines? [0-9-]+\]$", "", line.split(":", 1)[-1])
-        key = blank(text)
+        key = repeat_key(text)
         if key in seen:
             n += len(line) + 1
         seen.add(key)
@@ -182,7 +289,13 @@ def main():
     before = sys.argv[2] if len(sys.argv) > 2 else None
     tmp = tempfile.mkdtemp()
     try:
-        logs = [("cargo build", *cargo_log(tmp)), ("pytest", *pytest_log(tmp))]
+        logs = [
+            ("cargo build", *cargo_log(tmp)),
+            ("pytest", *pytest_log(tmp)),
+            ("service log", *service_log(tmp, "text")),
+            ("JSON-lines log", *service_log(tmp, "json")),
+            ("pip install", *pip_log(tmp)),
+        ]
         print("| log | bytes | lines | error templates | budget | preview | templates kept | block bytes | repeat bytes |")
         print("|---|---|---|---|---|---|---|---|---|")
         for name, log, labels, kept in logs:
