@@ -279,7 +279,8 @@ impl Spilling {
 /// rolling window of the last ones: memory stays bounded by twice the budget
 /// plus fixed buffers (about 1 MiB), however long the input; with
 /// [`Render::Terminal`] the window holds three budgets and 64 KiB more (the
-/// tail is rendered from it at the end).
+/// tail is rendered from it at the end), and past its first MiB the salient
+/// scan runs on a thread of its own, with up to 5 MiB queued for it.
 ///
 /// Writes never fail: a store error is remembered and reported by `finish`.
 ///

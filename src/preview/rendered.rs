@@ -32,7 +32,7 @@ fn scan(side: &Side, from: usize, to: usize, matcher: &Matcher, out: &mut Vec<Ca
         return;
     }
     let text = &side.text[from..to];
-    for (r, rank) in matcher.lines(text.as_bytes()) {
+    for (r, rank) in matcher.lines(text.as_bytes(), &mut matcher.caches()) {
         let start = from + r.start;
         // Only whole lines: the part's first line may be cut.
         if start > 0 && side.text.as_bytes()[start - 1] != b'\n' {

@@ -20,7 +20,7 @@ pub(crate) struct Parts {
 }
 
 /// The salient lines of the part between the head and the tail, by shape.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) struct MiddleLines {
     /// The kept shapes, in the order of their first lines.
     pub groups: Vec<Group>,

@@ -7,7 +7,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use super::collect::MiddleLines;
 use crate::preview::escape_len;
-use crate::salient::{shape, Candidate, Group, Matcher, SalientRank};
+use crate::salient::{shape, Caches, Candidate, Group, Matcher, SalientRank};
 
 /// `src` without its escape sequences (as the preview's cut rules read
 /// them), so that a colour code does not glue itself to a word the
@@ -240,6 +240,9 @@ impl Shapes {
 /// Scans whole raw lines as they stream.
 pub(crate) struct RawScan {
     matcher: Matcher,
+    caches: Caches,
+    /// For judging a long line again while `caches` is in use.
+    caches_long: Caches,
     /// The start of a line the last chunk cut (at most [`LINE_CAP`] bytes).
     carry: Vec<u8>,
     carry_start: u64,
@@ -261,6 +264,8 @@ pub(crate) struct RawScan {
 impl RawScan {
     pub(crate) fn new(matcher: Matcher, window: u64) -> RawScan {
         RawScan {
+            caches: matcher.caches(),
+            caches_long: matcher.caches(),
             matcher,
             carry: Vec::new(),
             carry_start: 0,
@@ -329,13 +334,13 @@ impl RawScan {
     fn judge_carry(&mut self, line: &[u8], end: u64) {
         let (raw, n) = (self.carry_start, self.carry_line);
         if memchr::memchr(0x1B, line).is_none() {
-            if let Some(rank) = self.matcher.line_rank(line) {
+            if let Some(rank) = self.matcher.line_rank(line, &mut self.caches) {
                 self.pending.push((raw, end), n, rank, line, line);
             }
             return;
         }
         strip(line, &mut self.stripped);
-        if let Some(rank) = self.matcher.line_rank(&self.stripped) {
+        if let Some(rank) = self.matcher.line_rank(&self.stripped, &mut self.caches) {
             self.pending.push((raw, end), n, rank, &self.stripped, line);
         }
     }
@@ -344,15 +349,15 @@ impl RawScan {
     fn scan_plain(&mut self, bulk: &[u8]) {
         let mut counted = 0;
         let mut line = self.line;
-        let matcher = &self.matcher;
-        for (r, rank) in matcher.lines(bulk) {
+        let (matcher, long) = (&self.matcher, &mut self.caches_long);
+        for (r, rank) in matcher.lines(bulk, &mut self.caches) {
             line += bytecount::count(&bulk[counted..r.start], b'\n') as u64;
             counted = r.start;
             let text = &bulk[r.clone()];
             // A long line is judged by its first LINE_CAP bytes, as when a
             // chunk cuts it.
             let (text, rank) = if text.len() > LINE_CAP {
-                match matcher.line_rank(&text[..LINE_CAP]) {
+                match matcher.line_rank(&text[..LINE_CAP], long) {
                     Some(rank) => (&text[..LINE_CAP], rank),
                     None => continue,
                 }
@@ -373,8 +378,8 @@ impl RawScan {
         let mut line = self.line;
         // The raw cursor: the start of raw line `raw_line`.
         let (mut raw_pos, mut raw_line) = (0usize, self.line);
-        let matcher = &self.matcher;
-        for (r, rank) in matcher.lines(&buf) {
+        let (matcher, long) = (&self.matcher, &mut self.caches_long);
+        for (r, rank) in matcher.lines(&buf, &mut self.caches) {
             line += bytecount::count(&buf[counted..r.start], b'\n') as u64;
             counted = r.start;
             while raw_line < line {
@@ -392,7 +397,7 @@ impl RawScan {
             if text.len() > LINE_CAP {
                 let mut cut = Vec::new();
                 strip(&text[..LINE_CAP], &mut cut);
-                if let Some(rank) = matcher.line_rank(&cut) {
+                if let Some(rank) = matcher.line_rank(&cut, long) {
                     self.pending.push(span, line, rank, &cut, &text[..LINE_CAP]);
                 }
                 continue;

@@ -12,11 +12,13 @@ pub(crate) mod collect;
 pub(crate) mod middle;
 pub(crate) mod side;
 pub(crate) mod terminal;
+pub(crate) mod worker;
 
 use collect::{Collector, Plain, TailCollector};
 pub(crate) use collect::{MiddleLines, Parts};
 use middle::RawScan;
 use terminal::Terminal;
+use worker::Scan;
 
 use crate::salient::{Candidate, Matcher};
 
@@ -74,7 +76,7 @@ pub(crate) fn raw_window(cap: usize) -> usize {
 pub(crate) struct Renderer {
     terminal: Option<Terminal>,
     head: Collector,
-    scan: Option<RawScan>,
+    scan: Option<Scan>,
     fed: u64,
 }
 
@@ -83,7 +85,7 @@ impl Renderer {
         Renderer {
             terminal: Some(Terminal::new()),
             head: Collector::new(cap),
-            scan: matcher.map(|m| RawScan::new(m, raw_window(cap) as u64)),
+            scan: matcher.map(|m| Scan::Here(Box::new(RawScan::new(m, raw_window(cap) as u64)))),
             fed: 0,
         }
     }
@@ -100,8 +102,10 @@ impl Renderer {
                 }
             }
         }
-        if let Some(s) = self.scan.as_mut() {
+        if let Some(s) = self.scan.take() {
+            let mut s = s.maybe_move(self.fed);
             s.feed(data);
+            self.scan = Some(s);
         }
         self.fed += data.len() as u64;
     }
@@ -178,7 +182,7 @@ impl Renderer {
         t.finish(&mut tail);
         tail.folder.flush(&mut tail.side);
         let middle = match scan {
-            Some(s) => s.finish(head_end, from, |h, rank, shape| {
+            Some(s) => s.into_scan().finish(head_end, from, |h, rank, shape| {
                 let mut p = Plain::default();
                 let mut t = Terminal::new();
                 t.feed(&mut p, &h.bytes);

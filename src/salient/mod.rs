@@ -147,10 +147,12 @@ pub const DEFAULT_SALIENT: &[(SalientRank, &str)] = &[
     ),
 ];
 
-/// Literals one of which every line the built-in patterns match holds,
-/// unless [`SHORT`] matches it (`the_gate_passes_every_line_the_built_in_patterns_match`
-/// checks it): with the built-in patterns, only the lines they are in are
-/// searched. Each is four bytes or more, so one vectorized search finds them.
+/// Literals one of which every line the built-in patterns match holds
+/// (`the_gate_passes_every_line_the_built_in_patterns_match` checks it):
+/// with the built-in patterns, only the lines they are in are searched,
+/// and one vectorized search finds them all. Those of three bytes are for
+/// logcat's levels (`… 1234 E tag: `, `E/tag`) and apt's `E: `; a literal
+/// that starts with `\n` also holds at the text's start.
 const GATE: &[&str] = &[
     "ERROR",
     "FATAL",
@@ -188,11 +190,14 @@ const GATE: &[&str] = &[
     "Warning",
     "No such file or directory",
     "Permission denied",
+    " E ",
+    " F ",
+    " W ",
+    "\nE/",
+    "\nF/",
+    "\nW/",
+    "\nE: ",
 ];
-
-/// The built-in patterns' matches that hold no literal of [`GATE`]:
-/// logcat's levels and apt's `E:`.
-const SHORT: &str = r"[0-9] [EFW] [^ :]+: |^[EFW]/|^E: ";
 
 /// The default share of the budget salient lines may take, in percent.
 pub const DEFAULT_SALIENT_PERCENT: u8 = 20;
@@ -479,35 +484,46 @@ pub(crate) struct Matcher {
     gate: Option<Arc<Gate>>,
 }
 
-/// A search for the lines that may match, far cheaper than the patterns.
+/// A search for the lines that may match, far cheaper than the patterns:
+/// the literals of [`GATE`] together.
 #[derive(Debug)]
-struct Gate {
-    long: aho_corasick::packed::Searcher,
-    short: meta::Regex,
+struct Gate(aho_corasick::packed::Searcher);
+
+impl Gate {
+    /// The first candidate at or after `pos`, a line start: where a
+    /// literal starts, or, for one that starts with the `\n` before a line,
+    /// where that line starts.
+    fn next(&self, text: &[u8], pos: usize) -> Option<usize> {
+        if pos == 0
+            && [&b"E/"[..], b"F/", b"W/", b"E: "]
+                .iter()
+                .any(|p| text.starts_with(p))
+        {
+            return Some(0);
+        }
+        // From the `\n` before `pos`, which a literal may start with.
+        let from = pos.saturating_sub(1);
+        let span = aho_corasick::Span::from(from..text.len());
+        let m = self.0.find_in(text, span)?;
+        Some(m.start() + usize::from(text[m.start()] == b'\n'))
+    }
 }
 
-/// Where a search of the gate got to: the next candidate of each of its
-/// two searches, and where each was searched from.
+/// Where a search of the gate got to: its next candidate, and where it
+/// was searched from.
 #[derive(Default)]
-struct Cursor {
-    long: Option<(usize, Option<usize>)>,
-    short: Option<(usize, Option<usize>)>,
-}
+struct Cursor(Option<(usize, Option<usize>)>);
 
 impl Cursor {
-    /// The next candidate at or after `pos` of one search, reusing the last
-    /// answer while it still holds.
-    fn next(
-        slot: &mut Option<(usize, Option<usize>)>,
-        pos: usize,
-        search: impl FnOnce() -> Option<usize>,
-    ) -> Option<usize> {
-        match *slot {
+    /// The next candidate at or after `pos`, reusing the last answer while
+    /// it still holds.
+    fn next(&mut self, pos: usize, search: impl FnOnce() -> Option<usize>) -> Option<usize> {
+        match self.0 {
             Some((from, Some(at))) if from <= pos && at >= pos => Some(at),
             Some((from, None)) if from <= pos => None,
             _ => {
                 let at = search();
-                *slot = Some((pos, at));
+                self.0 = Some((pos, at));
                 at
             }
         }
@@ -550,40 +566,51 @@ impl Matcher {
     /// Adds the built-in patterns' gate (where the machine can search
     /// for its literals together).
     fn gated(mut self) -> Matcher {
-        let long = aho_corasick::packed::Config::new()
+        self.gate = aho_corasick::packed::Config::new()
             .builder()
             .extend(GATE)
-            .build();
-        let short = compile(&[SHORT]).ok();
-        if let (Some(long), Some(short)) = (long, short) {
-            self.gate = Some(Arc::new(Gate { long, short }));
-        }
+            .build()
+            .map(|s| Arc::new(Gate(s)));
         self
     }
 
-    /// The first match at or after `pos`, which starts a line.
-    fn find(&self, text: &[u8], mut pos: usize, cur: &mut Cursor) -> Option<regex_automata::Match> {
+    /// The search state of this matcher's regexes, for one searcher at a
+    /// time: searching with it spares each search a trip to the regexes'
+    /// shared pool of caches (slow from any thread but the first).
+    pub(crate) fn caches(&self) -> Caches {
+        Caches {
+            all: self.all.create_cache(),
+            errors: self.errors.as_ref().map(meta::Regex::create_cache),
+            warnings: self.warnings.as_ref().map(meta::Regex::create_cache),
+        }
+    }
+
+    /// The first line at or after `pos` (a line start) that matches, and
+    /// the pattern of its first match.
+    fn find(
+        &self,
+        text: &[u8],
+        mut pos: usize,
+        cur: &mut Cursor,
+        cache: &mut meta::Cache,
+    ) -> Option<(Range<usize>, usize)> {
         let Some(gate) = &self.gate else {
-            return self.all.find(Input::new(text).range(pos..));
+            let m = self
+                .all
+                .search_with(cache, &Input::new(text).range(pos..))?;
+            let start = memchr::memrchr(b'\n', &text[..m.start()]).map_or(0, |i| i + 1);
+            let end =
+                memchr::memchr(b'\n', &text[m.start()..]).map_or(text.len(), |i| m.start() + i);
+            return Some((start..end, m.pattern().as_usize()));
         };
         while pos < text.len() {
-            let long = Cursor::next(&mut cur.long, pos, || {
-                let span = aho_corasick::Span::from(pos..text.len());
-                gate.long.find_in(text, span).map(|m| m.start())
-            });
-            let short = Cursor::next(&mut cur.short, pos, || {
-                gate.short
-                    .find(Input::new(text).range(pos..))
-                    .map(|m| m.start())
-            });
-            let g = match (long, short) {
-                (Some(a), Some(b)) => a.min(b),
-                (a, b) => a.or(b)?,
-            };
+            let g = cur.next(pos, || gate.next(text, pos))?;
             let start = memchr::memrchr(b'\n', &text[pos..g]).map_or(pos, |i| pos + i + 1);
             let end = memchr::memchr(b'\n', &text[g..]).map_or(text.len(), |i| g + i);
-            if let Some(m) = self.all.find(Input::new(text).range(start..end)) {
-                return Some(m);
+            // Which pattern matches first needs only the match's end.
+            let input = Input::new(text).range(start..end);
+            if let Some(m) = self.all.search_half_with(cache, &input) {
+                return Some((start..end, m.pattern().as_usize()));
             }
             pos = end + 1;
         }
@@ -594,14 +621,18 @@ impl Matcher {
     /// compiler's prefix comes first in its line and says what the line
     /// is; a line whose first match is a mere word takes the highest rank
     /// it holds.
-    fn raise(&self, line: &[u8], first: SalientRank) -> SalientRank {
+    fn raise(&self, line: &[u8], first: SalientRank, caches: &mut Caches) -> SalientRank {
         if first > SalientRank::Word {
             return first;
         }
-        let holds = |r: &Option<meta::Regex>| r.as_ref().is_some_and(|r| r.is_match(line));
-        if holds(&self.errors) {
+        let input = Input::new(line).earliest(true);
+        let holds = |r: &Option<meta::Regex>, c: &mut Option<meta::Cache>| match (r, c) {
+            (Some(r), Some(c)) => r.search_half_with(c, &input).is_some(),
+            _ => false,
+        };
+        if holds(&self.errors, &mut caches.errors) {
             SalientRank::Error
-        } else if holds(&self.warnings) {
+        } else if holds(&self.warnings, &mut caches.warnings) {
             SalientRank::Warning
         } else {
             first
@@ -613,6 +644,7 @@ impl Matcher {
     pub(crate) fn lines<'a>(
         &'a self,
         text: &'a [u8],
+        caches: &'a mut Caches,
     ) -> impl Iterator<Item = (Range<usize>, SalientRank)> + 'a {
         let mut pos = 0;
         let mut cur = Cursor::default();
@@ -620,21 +652,25 @@ impl Matcher {
             if pos > text.len() {
                 return None;
             }
-            let m = self.find(text, pos, &mut cur)?;
-            let start = memchr::memrchr(b'\n', &text[..m.start()]).map_or(0, |i| i + 1);
-            let end =
-                memchr::memchr(b'\n', &text[m.start()..]).map_or(text.len(), |i| m.start() + i);
-            pos = end + 1;
-            let first = self.ranks[m.pattern().as_usize()];
-            Some((start..end, self.raise(&text[start..end], first)))
+            let (line, pattern) = self.find(text, pos, &mut cur, &mut caches.all)?;
+            pos = line.end + 1;
+            let rank = self.raise(&text[line.clone()], self.ranks[pattern], caches);
+            Some((line, rank))
         })
     }
 
     /// The rank of one line, if it matches.
-    pub(crate) fn line_rank(&self, line: &[u8]) -> Option<SalientRank> {
-        let m = self.find(line, 0, &mut Cursor::default())?;
-        Some(self.raise(line, self.ranks[m.pattern().as_usize()]))
+    pub(crate) fn line_rank(&self, line: &[u8], caches: &mut Caches) -> Option<SalientRank> {
+        let (_, pattern) = self.find(line, 0, &mut Cursor::default(), &mut caches.all)?;
+        Some(self.raise(line, self.ranks[pattern], caches))
     }
+}
+
+/// A [`Matcher`]'s search state ([`Matcher::caches`]).
+pub(crate) struct Caches {
+    all: meta::Cache,
+    errors: Option<meta::Cache>,
+    warnings: Option<meta::Cache>,
 }
 
 /// A salient line: its rendered text (cut to [`MAX_SALIENT_LINE`]), its raw
@@ -752,10 +788,10 @@ mod tests {
     use super::*;
 
     fn rank(m: &Matcher, line: &str) -> Option<SalientRank> {
-        let all: Vec<_> = m.lines(line.as_bytes()).collect();
+        let all: Vec<_> = m.lines(line.as_bytes(), &mut m.caches()).collect();
         assert!(all.len() <= 1, "{line}");
         let r = all.first().map(|(_, r)| *r);
-        assert_eq!(m.line_rank(line.as_bytes()), r, "{line}");
+        assert_eq!(m.line_rank(line.as_bytes(), &mut m.caches()), r, "{line}");
         r
     }
 
@@ -950,14 +986,18 @@ mod tests {
         }
         let mut matched = 0;
         for l in &lines {
-            let r = plain.line_rank(l.as_bytes());
-            assert_eq!(gated.line_rank(l.as_bytes()), r, "{l:?}");
+            let r = plain.line_rank(l.as_bytes(), &mut plain.caches());
+            assert_eq!(
+                gated.line_rank(l.as_bytes(), &mut gated.caches()),
+                r,
+                "{l:?}"
+            );
             matched += usize::from(r.is_some());
         }
         assert!(matched > lines.len() / 2, "{matched} of {}", lines.len());
         let text = lines.join("\n");
-        let a: Vec<_> = plain.lines(text.as_bytes()).collect();
-        let b: Vec<_> = gated.lines(text.as_bytes()).collect();
+        let a: Vec<_> = plain.lines(text.as_bytes(), &mut plain.caches()).collect();
+        let b: Vec<_> = gated.lines(text.as_bytes(), &mut gated.caches()).collect();
         assert_eq!(a, b);
     }
 
@@ -972,7 +1012,7 @@ mod tests {
         .unwrap();
         let text = "a\nxx x\nb\nx y\ny";
         let got: Vec<_> = m
-            .lines(text.as_bytes())
+            .lines(text.as_bytes(), &mut m.caches())
             .map(|(r, rank)| (&text[r], rank))
             .collect();
         assert_eq!(

@@ -76,21 +76,26 @@ fn into(line: &[u8], h: &mut Hasher) {
         }
         // A run up to the next space or quote.
         let mut end = i + 1;
-        let mut seps = 0;
+        let mut seps = usize::from(c == SEP);
+        let mut digits = c == DIGIT;
         while end < n {
             let c = CLASS[usize::from(line[end])];
             if c == SPACE || (c == QUOTE && opens_quote(line, end)) {
                 break;
             }
             seps += usize::from(c == SEP);
+            digits |= c == DIGIT;
             end += 1;
         }
         let run = &line[i..end];
-        seps += usize::from(c == SEP);
         if seps > 0 && is_path(run, seps) {
             h.push(b'P');
-        } else {
+        } else if digits {
             words(run, h);
+        } else {
+            // Nothing in it is blanked (most runs): hashed as it is.
+            h.push(b'R');
+            h.extend(run);
         }
         i = end;
     }

@@ -1,0 +1,243 @@
+//! The middle's scan on a thread of its own, once a stream is long enough
+//! for it to pay: the stage's thread hashes, counts and stores while the
+//! scan finds, ranks and shapes the salient lines.
+//!
+//! The scan sees exactly the bytes and the head's end it would see on the
+//! stage's thread, in the same order (they travel on one channel), so its
+//! result is the same. Memory stays bounded: at most [`QUEUED`] chunks of
+//! [`CHUNK`] bytes wait for it, and their buffers come back to be reused.
+
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::thread::JoinHandle;
+
+use super::middle::RawScan;
+
+/// Bytes handed over at a time.
+const CHUNK: usize = 1 << 20;
+
+/// Chunks that may wait for the scan before the stage waits for it.
+const QUEUED: usize = 3;
+
+/// A stream is handed to a thread once this many bytes have been scanned
+/// on the stage's own: a short one never pays for the thread.
+pub(crate) const THREAD_AFTER: u64 = 1 << 20;
+
+enum Msg {
+    Data(Vec<u8>),
+    HeadEnd(u64),
+}
+
+/// The scan, where it runs.
+pub(crate) enum Scan {
+    Here(Box<RawScan>),
+    Worker(Worker),
+}
+
+impl Scan {
+    pub(crate) fn set_head_end(&mut self, raw: u64) {
+        match self {
+            Scan::Here(s) => s.set_head_end(raw),
+            Scan::Worker(w) => w.set_head_end(raw),
+        }
+    }
+
+    pub(crate) fn feed(&mut self, data: &[u8]) {
+        match self {
+            Scan::Here(s) => s.feed(data),
+            Scan::Worker(w) => w.feed(data),
+        }
+    }
+
+    /// The scan moved to a thread of its own, once `fed` bytes have been
+    /// scanned here (it stays here if no thread can be started).
+    pub(crate) fn maybe_move(self, fed: u64) -> Scan {
+        match self {
+            Scan::Here(s) if fed >= THREAD_AFTER => match Worker::start(s) {
+                Ok(w) => Scan::Worker(w),
+                Err(s) => Scan::Here(s),
+            },
+            other => other,
+        }
+    }
+
+    /// The scan, with every byte fed to it scanned.
+    pub(crate) fn into_scan(self) -> Box<RawScan> {
+        match self {
+            Scan::Here(s) => s,
+            Scan::Worker(w) => w.finish(),
+        }
+    }
+}
+
+/// The stage's end of a scan on a thread.
+pub(crate) struct Worker {
+    tx: SyncSender<Msg>,
+    back: Receiver<Vec<u8>>,
+    /// Bytes not yet handed over.
+    buf: Vec<u8>,
+    handle: JoinHandle<Option<Box<RawScan>>>,
+}
+
+impl Worker {
+    /// Starts a thread for `scan`; hands it back if none can be started.
+    fn start(scan: Box<RawScan>) -> Result<Worker, Box<RawScan>> {
+        let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUED);
+        let (back_tx, back) = mpsc::channel::<Vec<u8>>();
+        // The scan goes over a channel too, so that it is still here when
+        // the thread cannot be started.
+        let (scan_tx, scan_rx) = mpsc::channel::<Box<RawScan>>();
+        let spawned = std::thread::Builder::new()
+            .name("spillway-scan".into())
+            .spawn(move || {
+                let mut scan = scan_rx.recv().ok()?;
+                for msg in rx {
+                    match msg {
+                        Msg::Data(buf) => {
+                            scan.feed(&buf);
+                            // The stage may be gone: the buffer is then freed.
+                            let _ = back_tx.send(buf);
+                        }
+                        Msg::HeadEnd(raw) => scan.set_head_end(raw),
+                    }
+                }
+                Some(scan)
+            });
+        let Ok(handle) = spawned else {
+            return Err(scan);
+        };
+        scan_tx.send(scan).map_err(|mpsc::SendError(scan)| scan)?;
+        Ok(Worker {
+            tx,
+            back,
+            buf: Vec::with_capacity(CHUNK),
+            handle,
+        })
+    }
+
+    fn send(&mut self, msg: Msg) {
+        // Fails only when the thread has died, which `finish` reports.
+        let _ = self.tx.send(msg);
+    }
+
+    fn hand_over(&mut self) {
+        if self.buf.is_empty() {
+            return;
+        }
+        let mut next = self.back.try_recv().unwrap_or_default();
+        next.clear();
+        next.reserve(CHUNK);
+        let full = std::mem::replace(&mut self.buf, next);
+        self.send(Msg::Data(full));
+    }
+
+    fn set_head_end(&mut self, raw: u64) {
+        // After the bytes before it, as the scan here would see it.
+        self.hand_over();
+        self.send(Msg::HeadEnd(raw));
+    }
+
+    fn feed(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            let n = (CHUNK - self.buf.len()).min(data.len());
+            self.buf.extend_from_slice(&data[..n]);
+            data = &data[n..];
+            if self.buf.len() == CHUNK {
+                self.hand_over();
+            }
+        }
+    }
+
+    fn finish(mut self) -> Box<RawScan> {
+        self.hand_over();
+        let Worker { tx, handle, .. } = self;
+        // Closing the channel ends the thread's loop.
+        drop(tx);
+        match handle.join() {
+            Ok(Some(scan)) => scan,
+            Err(panic) => std::panic::resume_unwind(panic),
+            // `start` hands the scan over before it returns a worker.
+            Ok(None) => unreachable!("a started worker has its scan"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::salient::{Candidate, SalientPatterns};
+
+    /// A log of `lines` lines where salient lines of a few shapes, some
+    /// coloured, some long, fall throughout, and the middle's matches.
+    fn log(lines: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        for i in 0..lines {
+            let line = match i % 13 {
+                0 => format!("error[E0{}]: cannot find value `v{i}`\n", 400 + i % 3),
+                3 => format!("\x1b[33mwarning\x1b[0m: unused `x{i}` at src/lib.rs:{i}\n"),
+                5 if i % 1000 == 5 => format!("ERROR {}\n", "y".repeat(20 << 10)),
+                7 => format!("2026-12-05 WARN retrying after error = reset {i}\r\n"),
+                _ => format!("ok step {i} of the build\n"),
+            };
+            out.extend_from_slice(line.as_bytes());
+        }
+        out
+    }
+
+    fn scan(scan: Scan, input: &[u8], piece: usize, head_end: u64) -> MiddleLinesOf {
+        let mut scan = scan;
+        let mut fed = 0u64;
+        for p in input.chunks(piece) {
+            if fed <= head_end && head_end < fed + p.len() as u64 {
+                scan.set_head_end(head_end);
+            }
+            scan.feed(p);
+            fed += p.len() as u64;
+        }
+        let tail_start = input.len() as u64 - 70_000;
+        scan.into_scan()
+            .finish(head_end, tail_start, |h, rank, shape| {
+                let text = String::from_utf8_lossy(&h.bytes);
+                Candidate::new(&text, h.line, (h.raw, h.raw_end), rank, shape)
+            })
+    }
+
+    type MiddleLinesOf = crate::render::MiddleLines;
+
+    #[test]
+    fn a_scan_on_a_thread_finds_what_it_finds_here() {
+        let matcher = SalientPatterns::default().matcher().unwrap();
+        let input = log(100_000);
+        assert!(input.len() as u64 > 2 * THREAD_AFTER);
+        let head_end = 40_000;
+        let here = scan(
+            Scan::Here(Box::new(RawScan::new(matcher.clone(), 70_000))),
+            &input,
+            input.len(),
+            head_end,
+        );
+        assert!(here.matched > 10_000, "{}", here.matched);
+        assert!(here.groups.len() >= 4, "{:?}", here.groups.len());
+        for piece in [4096, 256 << 10, 3 << 20] {
+            let moved = match Worker::start(Box::new(RawScan::new(matcher.clone(), 70_000))) {
+                Ok(w) => Scan::Worker(w),
+                Err(_) => panic!("no thread"),
+            };
+            let there = scan(moved, &input, piece, head_end);
+            assert_eq!(there, here, "pieces of {piece}");
+        }
+    }
+
+    #[test]
+    fn a_scan_moves_only_past_its_threshold() {
+        let matcher = SalientPatterns::default().matcher().unwrap();
+        let s = Scan::Here(Box::new(RawScan::new(matcher, 1000))).maybe_move(THREAD_AFTER - 1);
+        assert!(matches!(s, Scan::Here(_)));
+        let s = s.maybe_move(THREAD_AFTER);
+        assert!(matches!(s, Scan::Worker(_)));
+        // Nothing fed: nothing found, and the thread gives its scan back.
+        let m = s
+            .into_scan()
+            .finish(0, 0, |_, _, _| unreachable!("no lines"));
+        assert_eq!(m.matched, 0);
+    }
+}
