@@ -12,7 +12,7 @@ use crate::salient::{shape, Caches, Candidate, Group, Matcher, SalientRank};
 /// `src` without its escape sequences (as the preview's cut rules read
 /// them), so that a colour code does not glue itself to a word the
 /// patterns look for. Line ends are kept.
-fn strip(src: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn strip(src: &[u8], out: &mut Vec<u8>) {
     out.clear();
     let mut i = 0;
     while let Some(e) = memchr::memchr(0x1B, &src[i..]) {
@@ -84,9 +84,8 @@ struct Window {
 }
 
 impl Window {
-    /// Records a hit: `text` is the line as matched (escapes removed),
-    /// `bytes` its raw bytes.
-    fn push(&mut self, span: (u64, u64), line: u64, rank: SalientRank, text: &[u8], bytes: &[u8]) {
+    /// Records a hit: `bytes` are its raw bytes.
+    fn push(&mut self, span: (u64, u64), line: u64, rank: SalientRank, shape: u64, bytes: &[u8]) {
         let bytes = &bytes[..bytes.len().min(KEEP_BYTES)];
         let at = self.arena_base + self.arena.len();
         self.arena.extend_from_slice(bytes);
@@ -95,7 +94,7 @@ impl Window {
             raw_end: span.1,
             line,
             rank,
-            shape: shape::ranked(text, rank),
+            shape,
             at,
             len: bytes.len(),
         });
@@ -237,118 +236,81 @@ impl Shapes {
     }
 }
 
-/// Scans whole raw lines as they stream.
-pub(crate) struct RawScan {
+/// A matched line of a run of whole lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Found {
+    /// Where its raw bytes start and end (before the `\n`) in the run.
+    start: usize,
+    end: usize,
+    /// How many of its raw bytes it was judged by (at most [`LINE_CAP`]).
+    judged: usize,
+    /// The run's lines before it.
+    line: u64,
+    rank: SalientRank,
+    shape: u64,
+}
+
+/// The matched lines of a run of whole lines, and how many lines it has.
+#[derive(Debug, Default)]
+pub(crate) struct Finds {
+    hits: Vec<Found>,
+    newlines: u64,
+}
+
+/// Finds the matched lines of runs of whole lines: the part of the scan
+/// that needs no state of the stream, so any thread can do it.
+pub(crate) struct Finder {
     matcher: Matcher,
     caches: Caches,
     /// For judging a long line again while `caches` is in use.
     caches_long: Caches,
-    /// The start of a line the last chunk cut (at most [`LINE_CAP`] bytes).
-    carry: Vec<u8>,
-    carry_start: u64,
-    carry_line: u64,
-    /// Raw bytes fed so far, and the 1-based line of the next byte.
-    at: u64,
-    line: u64,
-    /// Hits still within `window` bytes of the end: they may lie in the
-    /// rendered tail, which is scanned on its own.
-    window: u64,
-    pending: Window,
-    shapes: Shapes,
-    /// Hits before this raw offset are in the head: passed over.
-    head_end: Option<u64>,
-    /// The stripped text of the lines being scanned.
+    /// The lines' text without escape sequences.
     stripped: Vec<u8>,
 }
 
-impl RawScan {
-    pub(crate) fn new(matcher: Matcher, window: u64) -> RawScan {
-        RawScan {
+impl Finder {
+    pub(crate) fn new(matcher: Matcher) -> Finder {
+        Finder {
             caches: matcher.caches(),
             caches_long: matcher.caches(),
             matcher,
-            carry: Vec::new(),
-            carry_start: 0,
-            carry_line: 1,
-            at: 0,
-            line: 1,
-            window,
-            pending: Window::default(),
-            shapes: Shapes::new(),
-            head_end: None,
             stripped: Vec::new(),
         }
     }
 
-    /// The head's raw end, once known.
-    pub(crate) fn set_head_end(&mut self, raw: u64) {
-        self.head_end = Some(raw);
+    /// A finder of its own, for another thread.
+    pub(crate) fn fork(&self) -> Finder {
+        Finder::new(self.matcher.clone())
     }
 
-    pub(crate) fn feed(&mut self, mut data: &[u8]) {
-        if data.is_empty() {
-            return;
-        }
-        if !self.carry.is_empty() || self.at > self.carry_start {
-            // Finish the line the last chunk cut.
-            let room = LINE_CAP.saturating_sub(self.carry.len());
-            match memchr::memchr(b'\n', data) {
-                None => {
-                    self.carry.extend_from_slice(&data[..room.min(data.len())]);
-                    self.advance(data, 0);
-                    return;
-                }
-                Some(nl) => {
-                    self.carry.extend_from_slice(&data[..room.min(nl)]);
-                    let end = self.at + nl as u64 + 1;
-                    let carry = std::mem::take(&mut self.carry);
-                    self.judge_carry(&carry, end);
-                    self.carry = carry;
-                    self.carry.clear();
-                    self.advance(&data[..nl + 1], 1);
-                    data = &data[nl + 1..];
-                    self.carry_start = self.at;
-                    self.carry_line = self.line;
-                }
-            }
-        }
-        // Whole lines, scanned in one pass.
-        let whole = memchr::memrchr(b'\n', data).map_or(0, |i| i + 1);
-        let bulk = &data[..whole];
-        if memchr::memchr(0x1B, bulk).is_none() {
-            self.scan_plain(bulk);
+    /// The rank and shape of one line (raw, without its `\n`), if it
+    /// matches.
+    fn judge(&mut self, line: &[u8]) -> Option<(SalientRank, u64)> {
+        let text = if memchr::memchr(0x1B, line).is_none() {
+            line
         } else {
-            self.scan_escaped(bulk);
-        }
-        self.advance(bulk, bytecount::count(bulk, b'\n') as u64);
-        let rest = &data[whole..];
-        self.carry_start = self.at;
-        self.carry_line = self.line;
-        self.carry
-            .extend_from_slice(&rest[..rest.len().min(LINE_CAP)]);
-        self.advance(rest, 0);
-        self.evict();
+            strip(line, &mut self.stripped);
+            &self.stripped
+        };
+        let rank = self.matcher.line_rank(text, &mut self.caches)?;
+        Some((rank, shape::ranked(text, rank)))
     }
 
-    /// Judges the carried line, which ends at raw `end`.
-    fn judge_carry(&mut self, line: &[u8], end: u64) {
-        let (raw, n) = (self.carry_start, self.carry_line);
-        if memchr::memchr(0x1B, line).is_none() {
-            if let Some(rank) = self.matcher.line_rank(line, &mut self.caches) {
-                self.pending.push((raw, end), n, rank, line, line);
-            }
-            return;
+    /// The matched lines of `bulk`, whole lines from a line's start.
+    pub(crate) fn find(&mut self, bulk: &[u8]) -> Finds {
+        let mut out = Finds::default();
+        if memchr::memchr(0x1B, bulk).is_none() {
+            self.find_plain(bulk, &mut out);
+        } else {
+            self.find_escaped(bulk, &mut out);
         }
-        strip(line, &mut self.stripped);
-        if let Some(rank) = self.matcher.line_rank(&self.stripped, &mut self.caches) {
-            self.pending.push((raw, end), n, rank, &self.stripped, line);
-        }
+        out
     }
 
-    /// Whole lines without an escape sequence.
-    fn scan_plain(&mut self, bulk: &[u8]) {
+    /// Lines without an escape sequence.
+    fn find_plain(&mut self, bulk: &[u8], out: &mut Finds) {
         let mut counted = 0;
-        let mut line = self.line;
+        let mut line = 0;
         let (matcher, long) = (&self.matcher, &mut self.caches_long);
         for (r, rank) in matcher.lines(bulk, &mut self.caches) {
             line += bytecount::count(&bulk[counted..r.start], b'\n') as u64;
@@ -364,20 +326,27 @@ impl RawScan {
             } else {
                 (text, rank)
             };
-            let span = (self.at + r.start as u64, self.at + r.end as u64 + 1);
-            self.pending.push(span, line, rank, text, text);
+            out.hits.push(Found {
+                start: r.start,
+                end: r.end,
+                judged: text.len(),
+                line,
+                rank,
+                shape: shape::ranked(text, rank),
+            });
         }
+        out.newlines = line + bytecount::count(&bulk[counted..], b'\n') as u64;
     }
 
-    /// Whole lines with escape sequences: matched without them, found
-    /// again in the raw bytes by their line numbers.
-    fn scan_escaped(&mut self, bulk: &[u8]) {
+    /// Lines with escape sequences: matched without them, found again in
+    /// the raw bytes by their line numbers.
+    fn find_escaped(&mut self, bulk: &[u8], out: &mut Finds) {
         let mut buf = std::mem::take(&mut self.stripped);
         strip(bulk, &mut buf);
         let mut counted = 0;
-        let mut line = self.line;
+        let mut line = 0;
         // The raw cursor: the start of raw line `raw_line`.
-        let (mut raw_pos, mut raw_line) = (0usize, self.line);
+        let (mut raw_pos, mut raw_line) = (0usize, 0);
         let (matcher, long) = (&self.matcher, &mut self.caches_long);
         for (r, rank) in matcher.lines(&buf, &mut self.caches) {
             line += bytecount::count(&buf[counted..r.start], b'\n') as u64;
@@ -393,23 +362,148 @@ impl RawScan {
             }
             let end = memchr::memchr(b'\n', &bulk[raw_pos..]).map_or(bulk.len(), |i| raw_pos + i);
             let text = &bulk[raw_pos..end];
-            let span = (self.at + raw_pos as u64, self.at + end as u64 + 1);
-            if text.len() > LINE_CAP {
+            let (judged, rank, shape) = if text.len() > LINE_CAP {
                 let mut cut = Vec::new();
                 strip(&text[..LINE_CAP], &mut cut);
-                if let Some(rank) = matcher.line_rank(&cut, long) {
-                    self.pending.push(span, line, rank, &cut, &text[..LINE_CAP]);
+                match matcher.line_rank(&cut, long) {
+                    Some(rank) => (LINE_CAP, rank, shape::ranked(&cut, rank)),
+                    None => continue,
                 }
-                continue;
-            }
-            self.pending.push(span, line, rank, &buf[r], text);
+            } else {
+                (text.len(), rank, shape::ranked(&buf[r], rank))
+            };
+            out.hits.push(Found {
+                start: raw_pos,
+                end,
+                judged,
+                line,
+                rank,
+                shape,
+            });
         }
+        // Raw lines: an escape string may hold a line end the text has not.
+        out.newlines = bytecount::count(bulk, b'\n') as u64;
         self.stripped = buf;
     }
+}
 
-    fn advance(&mut self, data: &[u8], newlines: u64) {
-        self.at += data.len() as u64;
-        self.line += newlines;
+/// Scans whole raw lines as they stream.
+pub(crate) struct RawScan {
+    finder: Finder,
+    /// The start of a line the last chunk cut (at most [`LINE_CAP`] bytes).
+    carry: Vec<u8>,
+    carry_start: u64,
+    carry_line: u64,
+    /// Raw bytes fed so far, and the 1-based line of the next byte.
+    at: u64,
+    line: u64,
+    /// Hits still within `window` bytes of the end: they may lie in the
+    /// rendered tail, which is scanned on its own.
+    window: u64,
+    pending: Window,
+    shapes: Shapes,
+    /// Hits before this raw offset are in the head: passed over.
+    head_end: Option<u64>,
+}
+
+impl RawScan {
+    pub(crate) fn new(matcher: Matcher, window: u64) -> RawScan {
+        RawScan {
+            finder: Finder::new(matcher),
+            carry: Vec::new(),
+            carry_start: 0,
+            carry_line: 1,
+            at: 0,
+            line: 1,
+            window,
+            pending: Window::default(),
+            shapes: Shapes::new(),
+            head_end: None,
+        }
+    }
+
+    /// A finder for another thread to find lines with.
+    pub(crate) fn finder(&self) -> Finder {
+        self.finder.fork()
+    }
+
+    /// The head's raw end, once known.
+    pub(crate) fn set_head_end(&mut self, raw: u64) {
+        self.head_end = Some(raw);
+    }
+
+    /// Whether the next byte starts a line (nothing is carried).
+    pub(crate) fn at_line_start(&self) -> bool {
+        self.carry.is_empty() && self.at == self.carry_start
+    }
+
+    pub(crate) fn feed(&mut self, mut data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        if !self.at_line_start() {
+            // Finish the line the last chunk cut.
+            let room = LINE_CAP.saturating_sub(self.carry.len());
+            match memchr::memchr(b'\n', data) {
+                None => {
+                    self.carry.extend_from_slice(&data[..room.min(data.len())]);
+                    self.at += data.len() as u64;
+                    return;
+                }
+                Some(nl) => {
+                    self.carry.extend_from_slice(&data[..room.min(nl)]);
+                    let end = self.at + nl as u64 + 1;
+                    let carry = std::mem::take(&mut self.carry);
+                    if let Some((rank, shape)) = self.finder.judge(&carry) {
+                        let span = (self.carry_start, end);
+                        self.pending
+                            .push(span, self.carry_line, rank, shape, &carry);
+                    }
+                    self.carry = carry;
+                    self.carry.clear();
+                    self.at = end;
+                    self.line += 1;
+                    data = &data[nl + 1..];
+                    self.carry_start = self.at;
+                    self.carry_line = self.line;
+                }
+            }
+        }
+        // Whole lines, scanned in one pass.
+        let whole = memchr::memrchr(b'\n', data).map_or(0, |i| i + 1);
+        let bulk = &data[..whole];
+        let finds = self.finder.find(bulk);
+        self.record(bulk, &finds);
+        let rest = &data[whole..];
+        self.carry
+            .extend_from_slice(&rest[..rest.len().min(LINE_CAP)]);
+        self.at += rest.len() as u64;
+        self.evict();
+    }
+
+    /// Feeds `bulk`, whole lines from the next byte (which must start a
+    /// line), whose matched lines another thread found.
+    pub(crate) fn feed_found(&mut self, bulk: &[u8], finds: &Finds) {
+        if !self.at_line_start() || !bulk.ends_with(b"\n") {
+            // Not what the finder was given: scanned here instead.
+            return self.feed(bulk);
+        }
+        self.record(bulk, finds);
+        self.evict();
+    }
+
+    /// Records the matched lines of `bulk`, whole lines from the next byte.
+    fn record(&mut self, bulk: &[u8], finds: &Finds) {
+        for f in &finds.hits {
+            let span = (self.at + f.start as u64, self.at + f.end as u64 + 1);
+            let bytes = &bulk[f.start..f.start + f.judged];
+            self.pending
+                .push(span, self.line + f.line, f.rank, f.shape, bytes);
+        }
+        self.at += bulk.len() as u64;
+        self.line += finds.newlines;
+        self.carry_start = self.at;
+        self.carry_line = self.line;
     }
 
     /// Groups the hits that can no longer lie in the rendered tail.
@@ -434,7 +528,11 @@ impl RawScan {
         self.head_end = Some(head_end);
         if !self.carry.is_empty() {
             let carry = std::mem::take(&mut self.carry);
-            self.judge_carry(&carry, self.at);
+            if let Some((rank, shape)) = self.finder.judge(&carry) {
+                let span = (self.carry_start, self.at);
+                self.pending
+                    .push(span, self.carry_line, rank, shape, &carry);
+            }
         }
         let shapes = &mut self.shapes;
         self.pending.drain_before(u64::MAX, |h, bytes| {

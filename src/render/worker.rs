@@ -6,11 +6,18 @@
 //! stage's thread, in the same order (they travel on one channel), so its
 //! result is the same. Memory stays bounded: at most [`QUEUED`] chunks of
 //! [`CHUNK`] bytes wait for it, and their buffers come back to be reused.
+//!
+//! When the scan falls behind (its queue is full), the stage's thread does
+//! the part of the scan that needs no state for the chunk it hands over:
+//! finding, ranking and shaping its lines ([`Finder`]). Both threads then
+//! work instead of one waiting, and the scan only records what was found.
+//! Chunks are cut after a line end for this (a chunk without one is handed
+//! over as it is and scanned on the thread).
 
-use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 
-use super::middle::RawScan;
+use super::middle::{Finder, Finds, RawScan};
 
 /// Bytes handed over at a time.
 const CHUNK: usize = 1 << 20;
@@ -23,14 +30,15 @@ const QUEUED: usize = 3;
 pub(crate) const THREAD_AFTER: u64 = 1 << 20;
 
 enum Msg {
-    Data(Vec<u8>),
+    /// Bytes to scan, and their matched lines if they were found already.
+    Data(Vec<u8>, Option<Finds>),
     HeadEnd(u64),
 }
 
 /// The scan, where it runs.
 pub(crate) enum Scan {
     Here(Box<RawScan>),
-    Worker(Worker),
+    Worker(Box<Worker>),
 }
 
 impl Scan {
@@ -75,12 +83,19 @@ pub(crate) struct Worker {
     back: Receiver<Vec<u8>>,
     /// Bytes not yet handed over.
     buf: Vec<u8>,
+    /// Whether `buf` starts a line.
+    starts_line: bool,
+    /// For finding a chunk's lines here when the scan is behind.
+    finder: Finder,
+    /// Whether every chunk's lines are found here, as when the scan is
+    /// always behind (for tests).
+    always_here: bool,
     handle: JoinHandle<Option<Box<RawScan>>>,
 }
 
 impl Worker {
     /// Starts a thread for `scan`; hands it back if none can be started.
-    fn start(scan: Box<RawScan>) -> Result<Worker, Box<RawScan>> {
+    fn start(scan: Box<RawScan>) -> Result<Box<Worker>, Box<RawScan>> {
         let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUED);
         let (back_tx, back) = mpsc::channel::<Vec<u8>>();
         // The scan goes over a channel too, so that it is still here when
@@ -92,8 +107,11 @@ impl Worker {
                 let mut scan = scan_rx.recv().ok()?;
                 for msg in rx {
                     match msg {
-                        Msg::Data(buf) => {
-                            scan.feed(&buf);
+                        Msg::Data(buf, finds) => {
+                            match finds {
+                                Some(finds) => scan.feed_found(&buf, &finds),
+                                None => scan.feed(&buf),
+                            }
                             // The stage may be gone: the buffer is then freed.
                             let _ = back_tx.send(buf);
                         }
@@ -105,13 +123,17 @@ impl Worker {
         let Ok(handle) = spawned else {
             return Err(scan);
         };
+        let (starts_line, finder) = (scan.at_line_start(), scan.finder());
         scan_tx.send(scan).map_err(|mpsc::SendError(scan)| scan)?;
-        Ok(Worker {
+        Ok(Box::new(Worker {
             tx,
             back,
             buf: Vec::with_capacity(CHUNK),
+            starts_line,
+            finder,
+            always_here: false,
             handle,
-        })
+        }))
     }
 
     fn send(&mut self, msg: Msg) {
@@ -119,20 +141,44 @@ impl Worker {
         let _ = self.tx.send(msg);
     }
 
-    fn hand_over(&mut self) {
+    /// Hands over the buffered bytes: up to their last line end, or all of
+    /// them if `all` (or if they hold none).
+    fn hand_over(&mut self, all: bool) {
         if self.buf.is_empty() {
             return;
         }
+        let cut = match memchr::memrchr(b'\n', &self.buf) {
+            Some(i) if !all => i + 1,
+            _ => self.buf.len(),
+        };
         let mut next = self.back.try_recv().unwrap_or_default();
         next.clear();
         next.reserve(CHUNK);
-        let full = std::mem::replace(&mut self.buf, next);
-        self.send(Msg::Data(full));
+        next.extend_from_slice(&self.buf[cut..]);
+        self.buf.truncate(cut);
+        let chunk = std::mem::replace(&mut self.buf, next);
+        let whole = self.starts_line && chunk.ends_with(b"\n");
+        self.starts_line = chunk.ends_with(b"\n");
+        let sent = if self.always_here {
+            Err(TrySendError::Full(Msg::Data(chunk, None)))
+        } else {
+            self.tx.try_send(Msg::Data(chunk, None))
+        };
+        match sent {
+            Err(TrySendError::Full(Msg::Data(chunk, None))) if whole => {
+                // The scan is behind: this chunk's lines are found here.
+                let finds = self.finder.find(&chunk);
+                self.send(Msg::Data(chunk, Some(finds)));
+            }
+            Err(TrySendError::Full(msg)) => self.send(msg),
+            // The thread is gone, which `finish` reports.
+            Ok(()) | Err(TrySendError::Disconnected(_)) => {}
+        }
     }
 
     fn set_head_end(&mut self, raw: u64) {
-        // After the bytes before it, as the scan here would see it.
-        self.hand_over();
+        // After every byte before it, as the scan here would see it.
+        self.hand_over(true);
         self.send(Msg::HeadEnd(raw));
     }
 
@@ -142,14 +188,14 @@ impl Worker {
             self.buf.extend_from_slice(&data[..n]);
             data = &data[n..];
             if self.buf.len() == CHUNK {
-                self.hand_over();
+                self.hand_over(false);
             }
         }
     }
 
-    fn finish(mut self) -> Box<RawScan> {
-        self.hand_over();
-        let Worker { tx, handle, .. } = self;
+    fn finish(mut self: Box<Self>) -> Box<RawScan> {
+        self.hand_over(true);
+        let Worker { tx, handle, .. } = *self;
         // Closing the channel ends the thread's loop.
         drop(tx);
         match handle.join() {
@@ -217,13 +263,44 @@ mod tests {
         );
         assert!(here.matched > 10_000, "{}", here.matched);
         assert!(here.groups.len() >= 4, "{:?}", here.groups.len());
-        for piece in [4096, 256 << 10, 3 << 20] {
+        // Against a line-by-line count, and each shown line where it is.
+        let (mut naive, mut raw, mut caches) = (0, 0u64, matcher.caches());
+        let tail_start = input.len() as u64 - 70_000;
+        for line in input.split_inclusive(|&b| b == b'\n') {
+            let end = raw + line.len() as u64;
+            if raw >= head_end && end <= tail_start {
+                let mut text = Vec::new();
+                let cut = &line[..line.len().min(crate::render::middle::LINE_CAP)];
+                crate::render::middle::strip(cut, &mut text);
+                let text = text.strip_suffix(b"\n").unwrap_or(&text);
+                naive += u64::from(matcher.line_rank(text, &mut caches).is_some());
+            }
+            raw = end;
+        }
+        assert_eq!(here.matched, naive);
+        for g in &here.groups {
+            for c in std::iter::once(&g.first).chain(g.last.as_ref()) {
+                let before = &input[..c.raw as usize];
+                assert_eq!(c.line, 1 + bytecount::count(before, b'\n') as u64);
+                assert!(before.is_empty() || before.ends_with(b"\n"));
+                assert_eq!(input[c.raw_end as usize - 1], b'\n');
+            }
+        }
+        for (piece, always_here) in [
+            (4096, false),
+            (4096, true),
+            (256 << 10, true),
+            (3 << 20, false),
+        ] {
             let moved = match Worker::start(Box::new(RawScan::new(matcher.clone(), 70_000))) {
-                Ok(w) => Scan::Worker(w),
+                Ok(mut w) => {
+                    w.always_here = always_here;
+                    Scan::Worker(w)
+                }
                 Err(_) => panic!("no thread"),
             };
             let there = scan(moved, &input, piece, head_end);
-            assert_eq!(there, here, "pieces of {piece}");
+            assert_eq!(there, here, "pieces of {piece}, found here: {always_here}");
         }
     }
 
