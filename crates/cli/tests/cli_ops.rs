@@ -1297,3 +1297,95 @@ fn the_guide_terminal_example_prints_what_the_guide_shows() {
     assert!(got.contains("\n9001:FAILED tests/test_mod.py::test_9000"));
     assert!(!got.contains('\x1b'));
 }
+
+/// A user's patterns take ranks, by flag or by the config file's table
+/// form: with room for few lines, the error shape is shown before the
+/// warning, and the warning before the many shapes of a mere word.
+#[test]
+fn user_patterns_are_ranked_by_flag_and_by_config_table() {
+    let (d, s) = store();
+    let mut log = String::new();
+    for i in 0..3000 {
+        log.push_str(&match i {
+            1500 => "BOOM the reactor stopped\n".to_owned(),
+            2000 => "CUSTOMWARN disk at 91 percent\n".to_owned(),
+            // A hundred shapes of the word, all before the two.
+            i if i % 10 == 5 && i < 1400 => format!("NOTE kind{} {}\n", "x".repeat(i / 10), i),
+            i => format!("step {i} done\n"),
+        });
+    }
+    let shown = |out: &Output| -> Vec<String> {
+        let v = json(out);
+        let text = v["content"].as_str().unwrap();
+        let block: Vec<String> = text
+            .lines()
+            .skip_while(|l| !l.contains("match error or warning patterns"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("[spillway: omitted"))
+            .map(str::to_owned)
+            .collect();
+        assert!(!block.is_empty(), "no salient block in {text}");
+        block
+    };
+    let budget = ["--max-inline-bytes", "2000", "--salient-percent", "10"];
+    let by_flags = shown(&sp_in(
+        &s,
+        &[
+            &[
+                "apply",
+                "--json",
+                "--salient",
+                "BOOM",
+                "--salient-warning",
+                "CUSTOMWARN",
+            ][..],
+            &["--salient-word", "NOTE"],
+            &budget,
+        ]
+        .concat(),
+        log.as_bytes(),
+    ));
+    // Shown in line order; chosen by rank.
+    assert!(
+        by_flags.iter().any(|l| l.starts_with("1501:BOOM")),
+        "{by_flags:?}"
+    );
+    assert!(
+        by_flags.iter().any(|l| l.starts_with("2001:CUSTOMWARN")),
+        "{by_flags:?}"
+    );
+    let notes = by_flags.iter().filter(|l| l.contains(":NOTE")).count();
+    assert!(notes < 10, "{notes} word lines took the room: {by_flags:?}");
+
+    let config = d.path().join("ranked.toml");
+    std::fs::write(
+        &config,
+        "[policy]\nsalient = [\"BOOM\", { pattern = \"CUSTOMWARN\", rank = \"warning\" }, \
+         { pattern = \"NOTE\", rank = \"word\" }]\n",
+    )
+    .unwrap();
+    let by_config = shown(&sp_in(
+        &s,
+        &[
+            &["--config", config.to_str().unwrap(), "apply", "--json"][..],
+            &budget,
+        ]
+        .concat(),
+        log.as_bytes(),
+    ));
+    assert_eq!(by_config, by_flags);
+
+    // A rank that does not exist is named, and nothing is stored.
+    std::fs::write(
+        &config,
+        "[policy]\nsalient = [{ pattern = \"x\", rank = \"severe\" }]\n",
+    )
+    .unwrap();
+    let bad = sp_in(
+        &s,
+        &["--config", config.to_str().unwrap(), "apply"],
+        log.as_bytes(),
+    );
+    assert_eq!(bad.status.code(), Some(1), "{bad:?}");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("severe"));
+}
