@@ -106,20 +106,49 @@ impl Spiller {
             spiller: self.clone(),
             head: Vec::new(),
             spill: None,
+            store_elsewhere: false,
         }
     }
 
     /// Applies the policy to a whole buffer. Gives exactly the outcome of
     /// writing `input` to a [`Stage`] in any chunks and finishing it.
     ///
+    /// The whole input is at hand, so a large one over the budget is
+    /// stored as [`Store::put`] stores it (hashed first, an existing copy
+    /// checked against it, written only when new), on a thread of its own
+    /// while this one makes the preview.
+    ///
     /// # Errors
     ///
     /// [`FinishError`], only when the policy says
     /// [`OnStoreError::Fail`] and the store failed.
     pub fn apply(&self, input: &[u8]) -> Result<Outcome, FinishError> {
-        let mut stage = self.stage();
-        stage.feed(input);
-        stage.finish()
+        let policy = &self.policy;
+        if input.len() <= policy.max_inline_bytes() || input.len() < WHOLE_FROM {
+            let mut stage = self.stage();
+            stage.feed(input);
+            return stage.finish();
+        }
+        let kept = &input[..input
+            .len()
+            .min(usize::try_from(policy.max_spill_bytes()).unwrap_or(usize::MAX))];
+        let opts = policy.write_options();
+        std::thread::scope(|s| {
+            let put = std::thread::Builder::new()
+                .name("spillway-put".into())
+                .spawn_scoped(s, || self.store.put_whole(kept, opts));
+            let mut stage = self.stage();
+            stage.store_elsewhere = put.is_ok();
+            stage.feed(input);
+            match put {
+                Ok(h) => {
+                    let stored = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                    stage.finish_with(Some(stored))
+                }
+                // No thread to be had: stored as it streamed.
+                Err(_) => stage.finish(),
+            }
+        })
     }
 }
 
@@ -159,6 +188,10 @@ impl std::error::Error for FinishError {
         Some(&self.error)
     }
 }
+
+/// [`Spiller::apply`] stores an input over the budget on a thread of its own
+/// from this size.
+const WHOLE_FROM: usize = 1 << 20;
 
 /// Chunks are measured and handed to the store in pieces of this size, so
 /// each piece is counted, hashed and written while it is still in cache.
@@ -227,8 +260,9 @@ struct Spilling {
     measure: Measure,
     tail: TailRing,
     /// The object being written, or why the store failed (the stream is
-    /// still measured to its end).
-    sink: Result<ObjectWriter, StoreError>,
+    /// still measured to its end); `None` when the input is stored
+    /// elsewhere ([`Spiller::apply`]).
+    sink: Option<Result<ObjectWriter, StoreError>>,
     stored: u64,
     max_stored: u64,
     /// The JSON preview's state, when the policy reads JSON.
@@ -260,11 +294,11 @@ impl Spilling {
         if part.is_empty() {
             return;
         }
-        if let Ok(w) = self.sink.as_mut() {
+        if let Some(Ok(w)) = self.sink.as_mut() {
             match w.write_all(part) {
                 Ok(()) => self.stored += part.len() as u64,
                 // Dropping the writer removes its temp file.
-                Err(e) => self.sink = Err(e),
+                Err(e) => self.sink = Some(Err(e)),
             }
         }
     }
@@ -306,6 +340,8 @@ pub struct Stage {
     spiller: Spiller,
     head: Vec<u8>,
     spill: Option<Spilling>,
+    /// The input is stored by its caller ([`Spiller::apply`]).
+    store_elsewhere: bool,
 }
 
 impl fmt::Debug for Stage {
@@ -375,7 +411,8 @@ impl Stage {
             } else {
                 cap + TAIL_CONTEXT
             }),
-            sink: self.spiller.store.writer(policy.write_options()),
+            sink: (!self.store_elsewhere)
+                .then(|| self.spiller.store.writer(policy.write_options())),
             stored: 0,
             max_stored: policy.max_spill_bytes(),
             json: (policy.format() != Format::Text).then(|| JsonStage::new(cap)),
@@ -395,10 +432,20 @@ impl Stage {
     /// [`FinishError`], only when the store failed and the policy says
     /// [`OnStoreError::Fail`]. It carries the bounded preview.
     pub fn finish(self) -> Result<Outcome, FinishError> {
+        self.finish_with(None)
+    }
+
+    /// [`finish`](Self::finish), with what the caller stored when the stage
+    /// stores elsewhere.
+    fn finish_with(
+        self,
+        elsewhere: Option<Result<StoredObject, StoreError>>,
+    ) -> Result<Outcome, FinishError> {
         let Stage {
             spiller,
             head,
             spill,
+            store_elsewhere: _,
         } = self;
         let policy = &spiller.policy;
         let terminal = policy.render() == Render::Terminal;
@@ -467,7 +514,14 @@ impl Stage {
                 conclude(policy, &facts, &head, &head, stored, json, rendered)
             }
             Some(sp) => {
-                let stored = sp.sink.and_then(ObjectWriter::finish);
+                let stored = match (sp.sink, elsewhere) {
+                    (Some(sink), _) => sink.and_then(ObjectWriter::finish),
+                    (None, Some(stored)) => stored,
+                    // `apply` gives what it stored whenever it stores it.
+                    (None, None) => {
+                        unreachable!("a stage storing elsewhere is told what was stored")
+                    }
+                };
                 let facts = Facts {
                     total_bytes: sp.measure.bytes(),
                     total_newlines: sp.measure.newlines(),

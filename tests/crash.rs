@@ -150,3 +150,13 @@ fn large_and_multi_frame_spills_survive_a_crash_at_every_point() {
     let huge = support::tool_output(4, 9 << 20);
     check_every_crash_point(Compression::Zstd { level: 1 }, &[huge], true);
 }
+
+/// `apply` of a large input writes it while another thread hashes it; the
+/// second time the content is a hit, found by the hash, and the write under
+/// way is dropped. Both publish paths hold at every crash point.
+#[test]
+fn a_whole_input_written_while_hashed_and_its_hit_survive_a_crash_at_every_point() {
+    let big = support::tool_output(5, 5 << 20);
+    check_every_crash_point(Compression::None, &[big.clone(), big.clone()], true);
+    check_every_crash_point(Compression::Zstd { level: 1 }, &[big.clone(), big], false);
+}

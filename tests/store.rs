@@ -497,3 +497,108 @@ fn incompressible_output_is_stored_raw_under_a_zstd_policy() {
         .unwrap();
     assert_eq!(o.spill.unwrap().encoding, Encoding::Raw);
 }
+
+/// `apply` stores a large input whole (hashed first, on a thread of its
+/// own) where a stage streams it: the outcome is the stream's, field for
+/// field, for every kind of input and policy, and so is the object.
+#[test]
+fn a_whole_input_is_stored_as_its_stream_would_be() {
+    let text = tool_output(31, 3 << 20);
+    let mut binary = tool_output(32, 2 << 20);
+    binary[1000] = 0;
+    let json = {
+        let items: Vec<String> = (0..60_000)
+            .map(|i| format!("{{\"id\":{i},\"name\":\"item {i}\"}}"))
+            .collect();
+        format!("{{\"items\":[{}]}}", items.join(",")).into_bytes()
+    };
+    let base = |c: Compression| {
+        let mut b = Policy::builder();
+        b.max_inline_bytes(8000)
+            .compression(c)
+            .durability(Durability::Relaxed);
+        b
+    };
+    let policies: Vec<(&str, Policy)> = vec![
+        ("raw render, raw", {
+            let mut b = base(Compression::None);
+            b.render(Render::Raw);
+            b.build().unwrap()
+        }),
+        (
+            "terminal, zstd",
+            base(Compression::Zstd { level: 1 }).build().unwrap(),
+        ),
+        ("json", {
+            let mut b = base(Compression::None);
+            b.format(spillway::Format::Auto);
+            b.build().unwrap()
+        }),
+        ("cut at 1 MiB", {
+            let mut b = base(Compression::None);
+            b.max_spill_bytes(1 << 20);
+            b.build().unwrap()
+        }),
+    ];
+    for (name, policy) in policies {
+        for (kind, input) in [("text", &text), ("binary", &binary), ("json", &json)] {
+            let (_a, whole_store) = temp_store();
+            let (_b, stream_store) = temp_store();
+            let whole = Spiller::new(policy.clone(), whole_store.clone()).unwrap();
+            let stream = Spiller::new(policy.clone(), stream_store.clone()).unwrap();
+            let normal = |mut o: spillway::Outcome| {
+                let s = o.spill.as_mut().expect("stored");
+                s.path = std::path::PathBuf::new();
+                s.modified = None;
+                o
+            };
+            let a = whole.apply(input).unwrap();
+            let b = apply_chunked(&stream, input, &[64 << 10]);
+            let what = format!("{name}, {kind}");
+            assert_eq!(normal(a.clone()), normal(b), "{what}");
+            let s = a.spill.as_ref().unwrap();
+            assert!(!s.dedup, "{what}");
+            let read = whole_store.read(&s.id, &Selection::All).unwrap();
+            assert_eq!(read.len() as u64, s.bytes, "{what}");
+            assert_eq!(read, input[..read.len()], "{what}");
+            // Again: a hit, found without writing, and the same outcome.
+            let again = whole.apply(input).unwrap();
+            assert!(again.spill.as_ref().unwrap().dedup, "{what}");
+            let mut was = normal(a);
+            was.spill.as_mut().unwrap().dedup = true;
+            assert_eq!(normal(again), was, "{what}");
+            assert_eq!(fs::read_dir(tmp_dir(&whole_store)).unwrap().count(), 0);
+        }
+    }
+}
+
+/// A hit is checked against the content, not taken on its name: a copy
+/// whose bytes differ (same length) is set aside and the content stored
+/// again, and a copy of the wrong length likewise.
+#[test]
+fn a_hit_compares_the_copy_with_the_content() {
+    let (_d, store) = temp_store();
+    let data = tool_output(33, 300_000);
+    for damage in [
+        |b: &mut Vec<u8>| b[150_000] ^= 1,
+        |b: &mut Vec<u8>| b.truncate(b.len() - 1),
+        |b: &mut Vec<u8>| b.push(b'\n'),
+    ] {
+        let first = store.put(&data, relaxed(RAW)).unwrap();
+        let mut bytes = fs::read(&first.path).unwrap();
+        damage(&mut bytes);
+        fs::write(&first.path, &bytes).unwrap();
+        let again = store.put(&data, relaxed(RAW)).unwrap();
+        assert!(!again.dedup);
+        assert_eq!(store.read(&again.id, &Selection::All).unwrap(), data);
+    }
+    // A zstd copy: its trailer and its decompressed bytes are compared.
+    let z = store.put(&data, relaxed(ZSTD)).unwrap();
+    assert!(z.dedup, "the raw copy serves a zstd write");
+    fs::remove_file(&z.path).unwrap();
+    let z = store.put(&data, relaxed(ZSTD)).unwrap();
+    assert_eq!(z.encoding, Encoding::Zstd);
+    let hit = store.put(&data, relaxed(ZSTD)).unwrap();
+    assert!(hit.dedup && hit.encoding == Encoding::Zstd);
+    assert_eq!(store.stats().unwrap().quarantined, 3);
+}

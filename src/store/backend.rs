@@ -115,6 +115,17 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
         bytes: Option<u64>,
     ) -> Result<Option<StoredObject>, StoreError>;
 
+    /// [`dedup_hit`](Backend::dedup_hit) when the whole content (whose
+    /// id is `id`) is at hand: a backend that checks a copy by reading it
+    /// compares it with the content instead of hashing it.
+    fn dedup_hit_content(
+        &self,
+        id: &ContentId,
+        content: &[u8],
+    ) -> Result<Option<StoredObject>, StoreError> {
+        self.dedup_hit(id, Some(content.len() as u64))
+    }
+
     /// Starts writing an object.
     fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError>;
 

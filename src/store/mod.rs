@@ -519,6 +519,17 @@ impl Local {
     /// points at that file afterwards. gc, for its part, restores an object
     /// whose mtime moved after gc started (see [`Store::gc`](super::Store::gc)).
     pub(crate) fn dedup_hit(&self, id: &ContentId) -> Result<Option<StoredObject>, StoreError> {
+        self.dedup_hit_checked(id, None)
+    }
+
+    /// [`dedup_hit`](Self::dedup_hit), each copy checked by comparing it
+    /// with `content` (whose id is `id`) when that is at hand, not by
+    /// hashing it again.
+    pub(crate) fn dedup_hit_checked(
+        &self,
+        id: &ContentId,
+        content: Option<&[u8]>,
+    ) -> Result<Option<StoredObject>, StoreError> {
         for encoding in Encoding::ALL {
             let path = self.object_path(id, encoding);
             let file = match open_regular(self.root(), &path) {
@@ -536,11 +547,12 @@ impl Local {
                 ) if bad == path && self.quarantine(&path).is_ok() => continue,
                 Err(e) => return Err(e),
             };
-            let scanned = self.scan_file(
+            let scanned = self.check_file(
                 file.try_clone().map_err(StoreError::io("open", &path))?,
                 id,
                 &path,
                 encoding,
+                content,
                 &mut |_| {},
             );
             let info = match scanned {
@@ -613,6 +625,14 @@ impl Backend for Local {
         _bytes: Option<u64>,
     ) -> Result<Option<StoredObject>, StoreError> {
         Local::dedup_hit(self, id)
+    }
+
+    fn dedup_hit_content(
+        &self,
+        id: &ContentId,
+        content: &[u8],
+    ) -> Result<Option<StoredObject>, StoreError> {
+        self.dedup_hit_checked(id, Some(content))
     }
 
     fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
@@ -825,15 +845,85 @@ impl Store {
     ///
     /// [`StoreError`] when the object cannot be written or published.
     pub fn put(&self, bytes: &[u8], opts: WriteOptions) -> Result<StoredObject, StoreError> {
-        let id = ContentId::of(bytes);
-        if let Some(hit) = self.0.dedup_hit(&id, Some(bytes.len() as u64))? {
+        if bytes.len() >= WRITE_WHILE_HASHING {
+            return self.put_whole(bytes, opts);
+        }
+        // The whole content is at hand: its id comes first, an existing
+        // copy is checked against it, and the writer hashes nothing again.
+        self.put_with_id(&ContentId::of(bytes), bytes, opts)
+    }
+
+    /// [`put`](Self::put) for a caller with other work to do meanwhile: the
+    /// bytes are written to a temp file on one thread while this one
+    /// hashes them; an existing copy found by the hash is checked against
+    /// them and the temp file dropped, a new one is published. A hit then
+    /// costs the hash and the check, and a miss the slower of hashing and
+    /// writing, not their sum.
+    pub(crate) fn put_whole(
+        &self,
+        bytes: &[u8],
+        opts: WriteOptions,
+    ) -> Result<StoredObject, StoreError> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let write = || -> Result<Option<ObjectWriter>, StoreError> {
+                let mut w = self.writer(opts)?.id_to_come();
+                for piece in bytes.chunks(1 << 20) {
+                    if stop.load(Ordering::Relaxed) {
+                        // Dropping the writer removes its temp file.
+                        return Ok(None);
+                    }
+                    w.write_all(piece)?;
+                }
+                Ok(Some(w))
+            };
+            let writing = std::thread::Builder::new()
+                .name("spillway-write".into())
+                .spawn_scoped(s, write);
+            let Ok(writing) = writing else {
+                // No thread to be had: one after the other.
+                return self.put_with_id(&ContentId::of(bytes), bytes, opts);
+            };
+            let id = ContentId::of(bytes);
+            let hit = self.0.dedup_hit_content(&id, bytes);
+            if matches!(hit, Ok(Some(_))) {
+                stop.store(true, Ordering::Relaxed);
+            }
+            let written = writing
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            match hit? {
+                Some(hit) => Ok(hit),
+                None => match written? {
+                    Some(w) => w.with_id(id).finish(),
+                    // Only a hit stops the writer.
+                    None => unreachable!("the writer stops only for a hit"),
+                },
+            }
+        })
+    }
+
+    /// [`put`](Self::put) of `bytes` whose id is `id`, computed from them
+    /// by the caller.
+    pub(crate) fn put_with_id(
+        &self,
+        id: &ContentId,
+        bytes: &[u8],
+        opts: WriteOptions,
+    ) -> Result<StoredObject, StoreError> {
+        let id = *id;
+        if let Some(hit) = self.0.dedup_hit_content(&id, bytes)? {
             return Ok(hit);
         }
-        let mut w = self.writer(opts)?;
+        let mut w = self.writer(opts)?.with_id(id);
         w.write_all(bytes)?;
         w.finish()
     }
 }
+
+/// [`Store::put`] writes content from this long while hashing it.
+const WRITE_WHILE_HASHING: usize = 1 << 20;
 
 /// Whether `path` still names the open `file`.
 pub(crate) fn same_file(file: &fs::File, path: &Path) -> bool {

@@ -558,14 +558,29 @@ impl Local {
         encoding: Encoding,
         f: &mut dyn FnMut(&[u8]),
     ) -> Result<StoredObject, StoreError> {
+        self.check_file(file, id, path, encoding, None, f)
+    }
+
+    /// [`scan_file`](Self::scan_file), compared with the content when it
+    /// is at hand ([`check_stored`]).
+    pub(crate) fn check_file(
+        &self,
+        file: fs::File,
+        id: &ContentId,
+        path: &Path,
+        encoding: Encoding,
+        against: Option<&[u8]>,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<StoredObject, StoreError> {
         let meta = file.metadata().map_err(StoreError::io("inspect", path))?;
-        scan_stored(
+        check_stored(
             file,
             meta.len(),
             meta.modified().ok(),
             id,
             path,
             encoding,
+            against,
             f,
         )
     }
@@ -657,12 +672,28 @@ pub(crate) fn first_good(
 /// the size its trailer records): the one check every backend's reads go
 /// through. `path` names the object in errors.
 pub(crate) fn scan_stored<R: Read + Seek>(
+    file: R,
+    stored_bytes: u64,
+    modified: Option<std::time::SystemTime>,
+    id: &ContentId,
+    path: &Path,
+    encoding: Encoding,
+    f: &mut dyn FnMut(&[u8]),
+) -> Result<StoredObject, StoreError> {
+    check_stored(file, stored_bytes, modified, id, path, encoding, None, f)
+}
+
+/// [`scan_stored`], or, with the content `against` at hand (whose hash is
+/// `id`), a comparison with it instead of a hash: as sure, and cheaper.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn check_stored<R: Read + Seek>(
     mut file: R,
     stored_bytes: u64,
     modified: Option<std::time::SystemTime>,
     id: &ContentId,
     path: &Path,
     encoding: Encoding,
+    against: Option<&[u8]>,
     f: &mut dyn FnMut(&[u8]),
 ) -> Result<StoredObject, StoreError> {
     let corrupt = |reason: String| StoreError::Corrupt {
@@ -671,7 +702,16 @@ pub(crate) fn scan_stored<R: Read + Seek>(
         reason,
     };
     let expected = match encoding {
-        Encoding::Raw => None,
+        // A raw copy of the content has its length.
+        Encoding::Raw => match against {
+            Some(c) if stored_bytes != c.len() as u64 => {
+                return Err(corrupt(format!(
+                    "it holds {stored_bytes} bytes, but its content has {}",
+                    c.len()
+                )))
+            }
+            _ => None,
+        },
         Encoding::Zstd => {
             if stored_bytes < TRAILER_LEN as u64 {
                 return Err(corrupt("too short for a zstd object".into()));
@@ -686,6 +726,12 @@ pub(crate) fn scan_stored<R: Read + Seek>(
             if declared > super::MAX_OBJECT_BYTES {
                 return Err(corrupt(format!(
                     "its trailer declares {declared} bytes, more than any object holds"
+                )));
+            }
+            if let Some(c) = against.filter(|c| c.len() as u64 != declared) {
+                return Err(corrupt(format!(
+                    "its trailer records {declared} bytes, but its content has {}",
+                    c.len()
                 )));
             }
             Some(declared)
@@ -715,11 +761,23 @@ pub(crate) fn scan_stored<R: Read + Seek>(
             Err(e) if encoding != Encoding::Raw => return Err(corrupt(format!("zstd: {e}"))),
             Err(e) => return Err(StoreError::io("read", path)(e)),
         };
+        let from = total as usize;
         total += n as u64;
         if expected.is_some_and(|want| total > want) {
             return Err(corrupt("more data than its trailer records".into()));
         }
-        hasher.update(&buf[..n]);
+        match against {
+            Some(c) => {
+                if c.get(from..from + n) != Some(&buf[..n]) {
+                    return Err(corrupt(
+                        "its bytes differ from the content whose id it has".into(),
+                    ));
+                }
+            }
+            None => {
+                hasher.update(&buf[..n]);
+            }
+        }
         f(&buf[..n]);
     }
     if let Some(want) = expected {
@@ -729,8 +787,18 @@ pub(crate) fn scan_stored<R: Read + Seek>(
             )));
         }
     }
-    if ContentId::from_hash(hasher.finalize()) != *id {
-        return Err(corrupt("its bytes do not hash to its id".into()));
+    match against {
+        Some(c) if total != c.len() as u64 => {
+            return Err(corrupt(
+                "its bytes differ from the content whose id it has".into(),
+            ))
+        }
+        Some(_) => {}
+        None => {
+            if ContentId::from_hash(hasher.finalize()) != *id {
+                return Err(corrupt("its bytes do not hash to its id".into()));
+            }
+        }
     }
     Ok(StoredObject {
         id: *id,

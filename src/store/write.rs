@@ -188,6 +188,9 @@ pub struct ObjectWriter {
     label: PathBuf,
     sink: Option<Sink>,
     hasher: blake3::Hasher,
+    /// The object's id when the caller hashes the whole content itself
+    /// (it is given before `finish`): the writer then hashes nothing.
+    known: Option<Option<ContentId>>,
     block: Vec<u8>,
     bytes: u64,
     opts: WriteOptions,
@@ -218,6 +221,7 @@ impl ObjectWriter {
                 Encoding::Zstd => Sink::Undecided(out),
             }),
             hasher: blake3::Hasher::new(),
+            known: None,
             block: Vec::new(),
             bytes: 0,
             opts,
@@ -233,6 +237,7 @@ impl ObjectWriter {
             label,
             sink: Some(Sink::Raw(Out::Sink(out))),
             hasher: blake3::Hasher::new(),
+            known: None,
             block: Vec::new(),
             bytes: 0,
             opts,
@@ -250,6 +255,7 @@ impl ObjectWriter {
                 Encoding::Zstd => Sink::Undecided(Out::Memory(out)),
             }),
             hasher: blake3::Hasher::new(),
+            known: None,
             block: Vec::new(),
             bytes: 0,
             opts,
@@ -283,10 +289,35 @@ impl ObjectWriter {
             label: path,
             sink: Some(sink),
             hasher: blake3::Hasher::new(),
+            known: None,
             block: Vec::new(),
             bytes: 0,
             opts,
         })
+    }
+
+    /// A writer of content whose id the caller computed from the very
+    /// bytes it will write: nothing is hashed again.
+    pub(crate) fn with_id(mut self, id: ContentId) -> Self {
+        self.known = Some(Some(id));
+        self
+    }
+
+    /// A writer of content whose id the caller is computing from the very
+    /// bytes it will write, and gives with [`with_id`](Self::with_id)
+    /// before `finish`: nothing is hashed here.
+    pub(crate) fn id_to_come(mut self) -> Self {
+        self.known = Some(None);
+        self
+    }
+
+    fn id(&self) -> ContentId {
+        match self.known {
+            Some(Some(id)) => id,
+            // Never finished without its id: `Store::put_whole` gives it.
+            Some(None) => unreachable!("an id to come is given before finish"),
+            None => ContentId::from_hash(self.hasher.finalize()),
+        }
     }
 
     /// Bytes written so far.
@@ -345,7 +376,9 @@ impl ObjectWriter {
 
     fn process_piece(&mut self, data: &[u8]) -> Result<(), StoreError> {
         self.decide(data)?;
-        self.hasher.update(data);
+        if self.known.is_none() {
+            self.hasher.update(data);
+        }
         let path = &self.label;
         match self.sink.as_mut() {
             Some(Sink::Raw(f) | Sink::Undecided(f)) => {
@@ -474,18 +507,18 @@ impl ObjectWriter {
         let file = match out {
             Out::File(file) => file,
             Out::Sink(sink) => {
-                let id = ContentId::from_hash(self.hasher.finalize());
+                let id = self.id();
                 return sink.publish(id, self.bytes);
             }
             Out::Memory(m) => {
-                let id = ContentId::from_hash(self.hasher.finalize());
+                let id = self.id();
                 return m
                     .memory
                     .publish(id, self.opts.encoding(), m.buf, self.bytes);
             }
             #[cfg(feature = "s3")]
             Out::Upload(upload) => {
-                let id = ContentId::from_hash(self.hasher.finalize());
+                let id = self.id();
                 return upload.publish(id, self.opts.encoding(), self.bytes);
             }
         };
@@ -495,7 +528,7 @@ impl ObjectWriter {
             file.sync().map_err(StoreError::io("fsync", &path))?;
         }
         let stored_bytes = file.written;
-        let id = ContentId::from_hash(self.hasher.finalize());
+        let id = self.id();
         self.publish(id, stored_bytes, file.file)
     }
 
