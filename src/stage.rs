@@ -114,9 +114,10 @@ impl Spiller {
     /// writing `input` to a [`Stage`] in any chunks and finishing it.
     ///
     /// The whole input is at hand, so a large one over the budget is
-    /// stored as [`Store::put`] stores it (hashed first, an existing copy
-    /// checked against it, written only when new), on a thread of its own
-    /// while this one makes the preview.
+    /// stored as [`Store::put`] stores it (written while another thread
+    /// hashes it; an existing copy found by the hash is compared with it
+    /// and the write dropped), on threads of their own while this one makes
+    /// the preview.
     ///
     /// # Errors
     ///

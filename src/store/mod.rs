@@ -839,7 +839,10 @@ impl Store {
     }
 
     /// Stores `bytes` in one call. When an object with this content already
-    /// exists (and verifies), nothing is written.
+    /// exists (and holds exactly these bytes: it is compared with them, not
+    /// hashed again), nothing is kept of the write. From 1 MiB the bytes
+    /// are written to a temp file while another thread hashes them, so a
+    /// new object costs the slower of the two, not their sum.
     ///
     /// # Errors
     ///

@@ -27,6 +27,7 @@ use super::args::{
 };
 use super::config::{self, Effective};
 use super::emit;
+use super::mapped;
 use super::progress::Progress;
 
 pub fn run(cli: Cli) -> Result<i32> {
@@ -326,24 +327,57 @@ fn finish(stage: spillway::Stage) -> (Outcome, Option<String>) {
     }
 }
 
+/// Stdin as a file of its own, when it is a regular file (`< FILE`).
+fn stdin_file() -> Option<File> {
+    use std::os::fd::AsFd;
+    let fd = io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let file = File::from(fd);
+    file.metadata().ok()?.is_file().then_some(file)
+}
+
 fn apply(eff: &Effective, store: &Store, args: ApplyArgs, quiet: bool) -> Result<i32> {
     let spiller = spiller(eff, store)?;
     let mut progress = Progress::new("apply", quiet);
-    let stage = match args.file.as_deref() {
-        Some(p) if p.as_os_str() != "-" => {
-            let mut f = File::open(p).with_context(|| format!("open {}", p.display()))?;
-            let size = f.metadata().ok().map(|m| m.len());
-            stream(&spiller, &mut f, &mut progress, size)
-                .with_context(|| format!("read {}", p.display()))?
+    // A regular file (named, or as stdin) is mapped when it can be
+    // (`mapped`): the stage then has the whole input at once.
+    let (file, name) = match args.file.as_deref() {
+        Some(p) if p.as_os_str() != "-" => (
+            Some(File::open(p).with_context(|| format!("open {}", p.display()))?),
+            p.display().to_string(),
+        ),
+        _ => (stdin_file(), "stdin".to_owned()),
+    };
+    let (outcome, failure) = match file.as_ref().filter(|_| !args.no_map).and_then(mapped::map) {
+        Some(input) => {
+            progress.bytes(input.len() as u64, Some(input.len() as u64));
+            let done = spiller.apply(&input);
+            progress.clear();
+            match done {
+                Ok(o) => (o, None),
+                Err(e) => {
+                    let msg = e.to_string();
+                    (e.into_outcome(), Some(msg))
+                }
+            }
         }
-        _ => {
-            let stdin = io::stdin();
-            widen_pipe(&stdin);
-            stream(&spiller, &mut stdin.lock(), &mut progress, None).context("read stdin")?
+        None => {
+            let stage = match file {
+                Some(mut f) if name != "stdin" => {
+                    let size = f.metadata().ok().map(|m| m.len());
+                    stream(&spiller, &mut f, &mut progress, size)
+                        .with_context(|| format!("read {name}"))?
+                }
+                _ => {
+                    let stdin = io::stdin();
+                    widen_pipe(&stdin);
+                    stream(&spiller, &mut stdin.lock(), &mut progress, None)
+                        .context("read stdin")?
+                }
+            };
+            progress.clear();
+            finish(stage)
         }
     };
-    progress.clear();
-    let (outcome, failure) = finish(stage);
     if args.json {
         let mut text = serde_json::to_string(&outcome)?;
         text.push('\n');

@@ -3,6 +3,7 @@
 mod args;
 mod commands;
 mod config;
+mod mapped;
 mod progress;
 
 use std::io::{self, Write};

@@ -423,3 +423,82 @@ fn the_smallest_budget_an_error_names_works() {
         }
     }
 }
+
+/// A regular file is mapped (named, or as stdin) and gives exactly the
+/// outcome of reading it as a stream (`--no-map`, and a pipe).
+#[test]
+fn a_mapped_file_gives_the_outcome_of_a_read_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let file = dir.path().join("build.log");
+    let mut body = Vec::new();
+    for i in 0..120_000 {
+        body.extend_from_slice(format!("   Compiling crate-{i} v0.1.0\n").as_bytes());
+        if i == 60_000 {
+            body.extend_from_slice(b"error[E0425]: cannot find value `x` in this scope\n");
+        }
+    }
+    std::fs::write(&file, &body).unwrap();
+    let path = file.to_str().unwrap();
+    let mapped = json(&spillway(&store, &["apply", "--json", path], b""));
+    let read = json(&spillway(
+        &store,
+        &["apply", "--json", "--no-map", path],
+        b"",
+    ));
+    let piped = json(&spillway(&store, &["apply", "--json"], &body));
+    let redirected = support::spillway_cmd()
+        .args(["--store", store.to_str().unwrap(), "apply", "--json"])
+        .stdin(std::fs::File::open(&file).unwrap())
+        .output()
+        .unwrap();
+    let redirected = json(&redirected);
+    assert_eq!(mapped["total_bytes"], body.len() as u64);
+    assert!(mapped["content"].as_str().unwrap().contains("error[E0425]"));
+    for other in [&read, &piped, &redirected] {
+        // The first store wrote the object; the others found it.
+        let mut a = mapped.clone();
+        let mut b = other.clone();
+        a["spill"]["dedup"] = Value::Null;
+        b["spill"]["dedup"] = Value::Null;
+        assert_eq!(a, b);
+    }
+    assert_eq!(read["spill"]["dedup"], true);
+}
+
+/// A file truncated while `apply` works on it never kills spillway (a
+/// mapping touched past a truncation raises SIGBUS): the truncation waits
+/// for the lease, or the file was read as a stream.
+#[test]
+fn a_file_truncated_during_apply_never_kills_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let file = dir.path().join("big.log");
+    let line = b"0123456789 abcdefghij klmnopqrst uvwxyz 0123456789 abcdefghij\n";
+    let body: Vec<u8> = line.iter().copied().cycle().take(64 << 20).collect();
+    for delay_ms in [0u64, 5, 30] {
+        std::fs::write(&file, &body).unwrap();
+        let child = support::spillway_cmd()
+            .args(["--store", store.to_str().unwrap(), "apply", "--json"])
+            .arg(&file)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        // Opening for writing waits while spillway holds its lease.
+        let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+        f.set_len(1000).unwrap();
+        drop(f);
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "after {delay_ms} ms: {:?} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let total = v["total_bytes"].as_u64().unwrap();
+        assert!(total <= body.len() as u64, "{total}");
+    }
+}
