@@ -57,6 +57,7 @@ compile_error!(
 mod json;
 mod measure;
 mod notice;
+mod offload;
 mod outcome;
 mod policy;
 mod preview;

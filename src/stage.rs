@@ -6,6 +6,7 @@ use std::io;
 use crate::json::{Format, Hint, JsonSketch, JsonStage};
 use crate::measure::{count_lines, Measure};
 use crate::notice::{one_line, pointer_hint, NoticeTemplates, MAX_ERROR_BYTES};
+use crate::offload::Offload;
 use crate::outcome::{ContentFormat, Outcome, StoreFailure, TokenCount};
 use crate::policy::{OnStoreError, Policy, PolicyError};
 use crate::preview::{self, TAIL_CONTEXT};
@@ -266,8 +267,9 @@ struct Spilling {
     sink: Option<Result<ObjectWriter, StoreError>>,
     stored: u64,
     max_stored: u64,
-    /// The JSON preview's state, when the policy reads JSON.
-    json: Option<JsonStage>,
+    /// The JSON preview's state, when the policy reads JSON (on a thread
+    /// of its own past the first MiB).
+    json: Option<Offload<JsonStage>>,
     /// The terminal renderer, when the policy renders.
     render: Option<Renderer>,
 }
@@ -277,8 +279,8 @@ impl Spilling {
     /// and written while it is still in cache.
     fn feed(&mut self, chunk: &[u8]) {
         self.tail.push(chunk);
-        if let Some(j) = self.json.as_mut() {
-            j.feed(chunk);
+        if let Some(j) = self.json.take() {
+            self.json = Some(j.feed(chunk, self.measure.bytes()));
         }
         for piece in chunk.chunks(PIECE) {
             self.feed_piece(piece);
@@ -416,7 +418,7 @@ impl Stage {
                 .then(|| self.spiller.store.writer(policy.write_options())),
             stored: 0,
             max_stored: policy.max_spill_bytes(),
-            json: (policy.format() != Format::Text).then(|| JsonStage::new(cap)),
+            json: (policy.format() != Format::Text).then(|| Offload::Here(JsonStage::new(cap))),
             render: terminal.then(|| Renderer::new(cap, policy.salient().matcher())),
         };
         sp.feed(&self.head);
@@ -536,7 +538,7 @@ impl Stage {
                     let changed = parts.changed() || !facts.valid_utf8;
                     (parts, changed)
                 });
-                let json = sp.json.map(JsonStage::finish);
+                let json = sp.json.map(|j| j.into_inner().finish());
                 conclude(policy, &facts, &head, &tail, stored, json, rendered)
             }
         }

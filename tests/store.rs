@@ -592,6 +592,20 @@ fn a_hit_compares_the_copy_with_the_content() {
         assert!(!again.dedup);
         assert_eq!(store.read(&again.id, &Selection::All).unwrap(), data);
     }
+    // From 1 MiB the write runs while the hash is made, and stops when a
+    // copy is found: a copy that then proves different is set aside and
+    // the content written after all.
+    let big = tool_output(34, 3 << 20);
+    let first = store.put(&big, relaxed(RAW)).unwrap();
+    let mut bytes = fs::read(&first.path).unwrap();
+    bytes[2 << 20] ^= 1;
+    fs::write(&first.path, &bytes).unwrap();
+    let again = store.put(&big, relaxed(RAW)).unwrap();
+    assert!(!again.dedup);
+    assert_eq!(store.read(&again.id, &Selection::All).unwrap(), big);
+    let hit = store.put(&big, relaxed(RAW)).unwrap();
+    assert!(hit.dedup);
+    assert_eq!(fs::read_dir(tmp_dir(&store)).unwrap().count(), 0);
     // A zstd copy: its trailer and its decompressed bytes are compared.
     let z = store.put(&data, relaxed(ZSTD)).unwrap();
     assert!(z.dedup, "the raw copy serves a zstd write");
@@ -600,5 +614,5 @@ fn a_hit_compares_the_copy_with_the_content() {
     assert_eq!(z.encoding, Encoding::Zstd);
     let hit = store.put(&data, relaxed(ZSTD)).unwrap();
     assert!(hit.dedup && hit.encoding == Encoding::Zstd);
-    assert_eq!(store.stats().unwrap().quarantined, 3);
+    assert_eq!(store.stats().unwrap().quarantined, 4);
 }

@@ -87,6 +87,12 @@ pub(crate) struct JsonPreview {
     pub elided_bytes: u64,
 }
 
+impl crate::offload::Feed for JsonStage {
+    fn feed(&mut self, data: &[u8]) {
+        JsonStage::feed(self, data);
+    }
+}
+
 impl JsonStage {
     /// A stage for a preview of at most `budget` bytes.
     pub(crate) fn new(budget: usize) -> Self {

@@ -889,20 +889,26 @@ impl Store {
                 return self.put_with_id(&ContentId::of(bytes), bytes, opts);
             };
             let id = ContentId::of(bytes);
-            let hit = self.0.dedup_hit_content(&id, bytes);
-            if matches!(hit, Ok(Some(_))) {
+            // A copy under the id stops the write at once; it is checked
+            // against the content after.
+            let found = self.0.locate(&id).is_ok();
+            if found {
                 stop.store(true, Ordering::Relaxed);
             }
+            let hit = if found {
+                self.0.dedup_hit_content(&id, bytes)
+            } else {
+                Ok(None)
+            };
             let written = writing
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            match hit? {
-                Some(hit) => Ok(hit),
-                None => match written? {
-                    Some(w) => w.with_id(id).finish(),
-                    // Only a hit stops the writer.
-                    None => unreachable!("the writer stops only for a hit"),
-                },
+            match (hit?, written?) {
+                (Some(hit), _) => Ok(hit),
+                (None, Some(w)) => w.with_id(id).finish(),
+                // The copy found was not the content (it is set aside now):
+                // written again, one step after the other.
+                (None, None) => self.put_with_id(&id, bytes, opts),
             }
         })
     }

@@ -1,0 +1,178 @@
+//! A stream's consumer moved to a thread of its own once the stream is long
+//! enough for it to pay, so that it works beside the stage's own hashing,
+//! counting and storing instead of after them (the JSON sketch).
+//!
+//! The consumer sees exactly the bytes it would see on the stage's thread,
+//! in order, so its result is the same. Memory stays bounded: at most
+//! [`QUEUED`] chunks of [`CHUNK`] bytes wait for it, and their buffers come
+//! back to be reused. A consumer that cannot get a thread stays here.
+
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::thread::JoinHandle;
+
+/// What takes a stream's bytes in order.
+pub(crate) trait Feed: Send + 'static {
+    fn feed(&mut self, data: &[u8]);
+}
+
+/// Bytes handed over at a time.
+const CHUNK: usize = 1 << 20;
+
+/// Chunks that may wait for the consumer before the stage waits for it.
+const QUEUED: usize = 3;
+
+/// A consumer moves to a thread once this many bytes have been fed here.
+pub(crate) const THREAD_AFTER: u64 = 1 << 20;
+
+/// A consumer, where it runs.
+pub(crate) enum Offload<T: Feed> {
+    Here(T),
+    Thread(Remote<T>),
+}
+
+/// The stage's end of a consumer on a thread.
+pub(crate) struct Remote<T> {
+    tx: SyncSender<Vec<u8>>,
+    back: Receiver<Vec<u8>>,
+    /// Bytes not yet handed over.
+    buf: Vec<u8>,
+    handle: JoinHandle<T>,
+}
+
+impl<T: Feed> Offload<T> {
+    /// Feeds `data`; `fed` bytes came before it. Past [`THREAD_AFTER`] the
+    /// consumer moves to a thread first.
+    pub(crate) fn feed(self, data: &[u8], fed: u64) -> Self {
+        let mut this = match self {
+            Offload::Here(t) if fed >= THREAD_AFTER => match Remote::start(t) {
+                Ok(r) => Offload::Thread(r),
+                Err(t) => Offload::Here(t),
+            },
+            other => other,
+        };
+        match &mut this {
+            Offload::Here(t) => t.feed(data),
+            Offload::Thread(r) => r.feed(data),
+        }
+        this
+    }
+
+    /// The consumer, with every byte fed to it consumed.
+    pub(crate) fn into_inner(self) -> T {
+        match self {
+            Offload::Here(t) => t,
+            Offload::Thread(r) => r.finish(),
+        }
+    }
+}
+
+impl<T: Feed> Remote<T> {
+    /// Starts a thread for `consumer`; hands it back if none can be started.
+    fn start(consumer: T) -> Result<Remote<T>, T> {
+        let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(QUEUED);
+        let (back_tx, back) = mpsc::channel::<Vec<u8>>();
+        // The consumer goes over a channel too, so that it is still here
+        // when the thread cannot be started.
+        let (give, take) = mpsc::channel::<T>();
+        let spawned = std::thread::Builder::new()
+            .name("spillway-feed".into())
+            .spawn(move || {
+                let Ok(mut consumer) = take.recv() else {
+                    unreachable!("a started thread is given its consumer")
+                };
+                for buf in rx {
+                    consumer.feed(&buf);
+                    // The stage may be gone: the buffer is then freed.
+                    let _ = back_tx.send(buf);
+                }
+                consumer
+            });
+        let Ok(handle) = spawned else {
+            return Err(consumer);
+        };
+        if let Err(mpsc::SendError(consumer)) = give.send(consumer) {
+            return Err(consumer);
+        }
+        Ok(Remote {
+            tx,
+            back,
+            buf: Vec::with_capacity(CHUNK),
+            handle,
+        })
+    }
+
+    fn hand_over(&mut self) {
+        if self.buf.is_empty() {
+            return;
+        }
+        let mut next = self.back.try_recv().unwrap_or_default();
+        next.clear();
+        next.reserve(CHUNK);
+        let full = std::mem::replace(&mut self.buf, next);
+        // Fails only when the thread has died, which `finish` reports.
+        let _ = self.tx.send(full);
+    }
+
+    fn feed(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            let n = (CHUNK - self.buf.len()).min(data.len());
+            self.buf.extend_from_slice(&data[..n]);
+            data = &data[n..];
+            if self.buf.len() == CHUNK {
+                self.hand_over();
+            }
+        }
+    }
+
+    fn finish(mut self) -> T {
+        self.hand_over();
+        let Remote { tx, handle, .. } = self;
+        // Closing the channel ends the thread's loop.
+        drop(tx);
+        handle
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A consumer whose result depends on every byte and its order.
+    struct Digest(blake3::Hasher, u64);
+
+    impl Feed for Digest {
+        fn feed(&mut self, data: &[u8]) {
+            self.0.update(data);
+            self.1 += data.len() as u64;
+        }
+    }
+
+    #[test]
+    fn a_consumer_on_a_thread_sees_every_byte_in_order() {
+        let input: Vec<u8> = (0..(5u32 << 20) + 12345).map(|i| (i % 251) as u8).collect();
+        for piece in [1000, 256 << 10, 3 << 20] {
+            let mut o = Offload::Here(Digest(blake3::Hasher::new(), 0));
+            let mut fed = 0u64;
+            let mut moved = false;
+            for p in input.chunks(piece) {
+                o = o.feed(p, fed);
+                fed += p.len() as u64;
+                moved |= matches!(o, Offload::Thread(_));
+            }
+            assert!(moved, "pieces of {piece}: never moved");
+            let d = o.into_inner();
+            assert_eq!(d.1, input.len() as u64);
+            assert_eq!(d.0.finalize(), blake3::hash(&input), "pieces of {piece}");
+        }
+    }
+
+    #[test]
+    fn a_short_stream_stays_here() {
+        let mut o = Offload::Here(Digest(blake3::Hasher::new(), 0));
+        o = o.feed(b"short", 0);
+        assert!(matches!(o, Offload::Here(_)));
+        assert_eq!(o.into_inner().1, 5);
+    }
+}
