@@ -66,6 +66,63 @@ impl ContentId {
         ContentId(*blake3::hash(bytes).as_bytes())
     }
 
+    /// The id of `bytes` hashed on two threads (the same id as
+    /// [`of`](Self::of)), for a caller with nothing else to do meanwhile.
+    pub(crate) fn of_parallel(bytes: &[u8]) -> Self {
+        Self::of_split(bytes, 4 << 20)
+    }
+
+    fn of_split(bytes: &[u8], from: usize) -> Self {
+        use blake3::hazmat::{merge_subtrees_non_root, merge_subtrees_root, HasherExt, Mode};
+        if bytes.len() < from.max(2 * blake3::CHUNK_LEN) {
+            return Self::of(bytes);
+        }
+        // BLAKE3's tree: the left subtree is the largest power of two of
+        // chunks below the whole; its chaining value and the right one's
+        // make the root. When the right one is small, the left one's two
+        // halves are hashed apart instead, so both threads have work.
+        let cv = |part: &[u8], offset: usize| {
+            blake3::Hasher::new()
+                .set_input_offset(offset as u64)
+                .update(part)
+                .finalize_non_root()
+        };
+        let left_len = blake3::hazmat::left_subtree_len(bytes.len() as u64) as usize;
+        let (left, right) = bytes.split_at(left_len);
+        let balanced = right.len() >= left_len / 2;
+        let (one, two) = if balanced {
+            (left, &[][..])
+        } else {
+            left.split_at(left_len / 2)
+        };
+        let other = || {
+            if balanced {
+                (cv(right, left_len), None)
+            } else {
+                (cv(two, left_len / 2), Some(cv(right, left_len)))
+            }
+        };
+        let (a, (b, c)) = std::thread::scope(|s| {
+            let first = std::thread::Builder::new().spawn_scoped(s, || cv(one, 0));
+            let rest = other();
+            match first {
+                Ok(h) => (
+                    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                    rest,
+                ),
+                // No thread to be had: hashed here.
+                Err(_) => (cv(one, 0), rest),
+            }
+        });
+        let hash = match c {
+            None => merge_subtrees_root(&a, &b, Mode::Hash),
+            Some(c) => {
+                merge_subtrees_root(&merge_subtrees_non_root(&a, &b, Mode::Hash), &c, Mode::Hash)
+            }
+        };
+        ContentId(*hash.as_bytes())
+    }
+
     /// The id for a finished BLAKE3 hash.
     pub fn from_hash(hash: blake3::Hash) -> Self {
         ContentId(*hash.as_bytes())
@@ -214,6 +271,39 @@ mod tests {
         let id = ContentId::of(b"abc");
         assert_eq!(id.to_hex(), blake3::hash(b"abc").to_hex().as_str());
         assert_eq!(ContentId::from_hex(&id.to_hex()).unwrap(), id);
+    }
+
+    /// Split for two threads at every kind of length: a power of two of
+    /// chunks, just over and under one, a right subtree of one chunk or
+    /// of one byte, and an odd length.
+    #[test]
+    fn the_two_thread_hash_is_blake3() {
+        let bytes: Vec<u8> = (0..(70u32 << 10))
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        let chunk = blake3::CHUNK_LEN;
+        let lens = [
+            2 * chunk,
+            2 * chunk + 1,
+            3 * chunk,
+            4 * chunk - 1,
+            16 * chunk,
+            16 * chunk + 1,
+            17 * chunk,
+            24 * chunk,
+            33 * chunk + 7,
+            bytes.len(),
+        ];
+        for len in lens {
+            let part = &bytes[..len];
+            assert_eq!(
+                ContentId::of_split(part, 0),
+                ContentId::of(part),
+                "{len} bytes"
+            );
+        }
+        assert_eq!(ContentId::of_parallel(&bytes), ContentId::of(&bytes));
+        assert_eq!(ContentId::of_split(b"", 0), ContentId::of(b""));
     }
 
     #[test]

@@ -32,6 +32,21 @@ pub(crate) fn use_portable() -> bool {
     false
 }
 
+/// Runs `f` over `file`'s `len` bytes mapped into memory under a read
+/// lease (Linux), or gives `None` when that cannot be had and the caller
+/// should read instead (see `linux::with_leased_map`).
+pub(crate) fn with_leased_map<T>(
+    file: &fs::File,
+    len: u64,
+    f: impl FnOnce(&[u8]) -> T,
+) -> Option<T> {
+    #[cfg(target_os = "linux")]
+    if !use_portable() {
+        return linux::with_leased_map(file, len, f);
+    }
+    portable::with_leased_map(file, len, f)
+}
+
 /// Asks the kernel to start writing a range of `file` back now (Linux), so
 /// the fsync at the end waits for less; elsewhere nothing.
 pub(crate) fn start_writeback(file: &fs::File, offset: u64, len: u64) {

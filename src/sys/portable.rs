@@ -17,3 +17,12 @@ pub(crate) fn rename_noreplace(_from: &Path, _to: &Path) -> io::Result<()> {
         "this filesystem has no hard links, and this platform has no rename that never replaces",
     ))
 }
+
+/// No leases: nothing is mapped (callers read instead).
+pub(crate) fn with_leased_map<T>(
+    _file: &fs::File,
+    _len: u64,
+    _f: impl FnOnce(&[u8]) -> T,
+) -> Option<T> {
+    None
+}
