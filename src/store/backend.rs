@@ -126,6 +126,14 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
         self.dedup_hit(id, Some(content.len() as u64))
     }
 
+    /// Starts writing an object whose whole content the caller holds: a
+    /// backend that would stage a large object under a temporary name can
+    /// keep it until `finish` instead, when its id is known, and publish
+    /// it straight under that id.
+    fn whole_writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
+        self.writer(opts)
+    }
+
     /// Starts writing an object.
     fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError>;
 

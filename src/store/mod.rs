@@ -871,7 +871,7 @@ impl Store {
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
             let write = || -> Result<Option<ObjectWriter>, StoreError> {
-                let mut w = self.writer(opts)?.id_to_come();
+                let mut w = self.0.whole_writer(opts)?.id_to_come();
                 for piece in bytes.chunks(1 << 20) {
                     if stop.load(Ordering::Relaxed) {
                         // Dropping the writer removes its temp file.
@@ -925,7 +925,7 @@ impl Store {
         if let Some(hit) = self.0.dedup_hit_content(&id, bytes)? {
             return Ok(hit);
         }
-        let mut w = self.writer(opts)?.with_id(id);
+        let mut w = self.0.whole_writer(opts)?.with_id(id);
         w.write_all(bytes)?;
         w.finish()
     }

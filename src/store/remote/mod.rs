@@ -17,8 +17,11 @@
 //!
 //! # Writing
 //!
-//! An object of up to [`upload::PART`] stored bytes is held in memory and
-//! sent in one `PUT` with `If-None-Match: *`. A larger one streams to a
+//! An object of up to [`upload::PART`] stored bytes, or one whose whole
+//! content the caller holds (`Store::put`, `Spiller::apply`: its id is
+//! known before it is sent), is held in memory and sent in one `PUT` with
+//! `If-None-Match: *` to its object key, after a `HEAD` that finds an
+//! existing copy without sending anything. A larger streamed one streams to a
 //! temporary key as a multipart upload (parts of [`upload::PART`], a few in
 //! flight), which is completed and then copied to its object key by a
 //! conditional multipart copy (`If-None-Match: *` on completion), so an
@@ -574,6 +577,13 @@ impl Backend for S3Backend {
 
     fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
         Ok(ObjectWriter::upload(Upload::new(Arc::clone(&self.0)), opts))
+    }
+
+    fn whole_writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
+        Ok(ObjectWriter::upload(
+            Upload::whole(Arc::clone(&self.0)),
+            opts,
+        ))
     }
 
     fn clean_temp(&self, grace: Duration) -> Result<usize, StoreError> {

@@ -39,6 +39,8 @@ pub(crate) struct Upload {
     multipart: Option<Multipart>,
     /// The temporary key holds a completed object that must be removed.
     temp_exists: bool,
+    /// The whole object is held and sent in one `PUT`, however large.
+    single: bool,
 }
 
 impl Upload {
@@ -51,7 +53,17 @@ impl Upload {
             temp,
             multipart: None,
             temp_exists: false,
+            single: false,
         }
+    }
+
+    /// An upload of a whole content the caller holds: kept in memory and
+    /// sent in one create-only `PUT` to its object key (S3 takes up to
+    /// 5 GiB in one), never to a temporary key.
+    pub(crate) fn whole(remote: Arc<Remote>) -> Upload {
+        let mut u = Upload::new(remote);
+        u.single = true;
+        u
     }
 
     /// The temporary key, as errors name it.
@@ -249,7 +261,7 @@ impl io::Write for Upload {
         }
         self.buf.extend_from_slice(data);
         self.written += data.len() as u64;
-        if self.buf.len() >= PART {
+        if self.buf.len() >= PART && !self.single {
             let rest = self.buf.split_off(PART);
             let mut next = Vec::with_capacity(PART.max(rest.len()));
             next.extend_from_slice(&rest);
