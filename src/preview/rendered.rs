@@ -32,7 +32,8 @@ fn scan(side: &Side, from: usize, to: usize, matcher: &Matcher, out: &mut Vec<Ca
         return;
     }
     let text = &side.text[from..to];
-    for (r, rank) in matcher.lines(text.as_bytes(), &mut matcher.caches()) {
+    let mut caches = matcher.caches();
+    for (r, rank) in matcher.lines(text.as_bytes(), &mut caches) {
         let start = from + r.start;
         // Only whole lines: the part's first line may be cut.
         if start > 0 && side.text.as_bytes()[start - 1] != b'\n' {
@@ -51,6 +52,7 @@ fn scan(side: &Side, from: usize, to: usize, matcher: &Matcher, out: &mut Vec<Ca
             shape::ranked(line.as_bytes(), rank),
         ));
     }
+    matcher.give_back(caches);
 }
 
 /// The salient lines of the omitted part, by shape.

@@ -261,18 +261,30 @@ pub(crate) struct Finds {
 /// that needs no state of the stream, so any thread can do it.
 pub(crate) struct Finder {
     matcher: Matcher,
-    caches: Caches,
+    /// Taken when the first line is judged, given back when done.
+    caches: Option<Caches>,
     /// For judging a long line again while `caches` is in use.
-    caches_long: Caches,
+    caches_long: Option<Caches>,
     /// The lines' text without escape sequences.
     stripped: Vec<u8>,
+}
+
+impl Drop for Finder {
+    fn drop(&mut self) {
+        for c in [self.caches.take(), self.caches_long.take()]
+            .into_iter()
+            .flatten()
+        {
+            self.matcher.give_back(c);
+        }
+    }
 }
 
 impl Finder {
     pub(crate) fn new(matcher: Matcher) -> Finder {
         Finder {
-            caches: matcher.caches(),
-            caches_long: matcher.caches(),
+            caches: None,
+            caches_long: None,
             matcher,
             stripped: Vec::new(),
         }
@@ -292,7 +304,8 @@ impl Finder {
             strip(line, &mut self.stripped);
             &self.stripped
         };
-        let rank = self.matcher.line_rank(text, &mut self.caches)?;
+        let caches = self.caches.get_or_insert_with(|| self.matcher.caches());
+        let rank = self.matcher.line_rank(text, caches)?;
         Some((rank, shape::ranked(text, rank)))
     }
 
@@ -312,13 +325,15 @@ impl Finder {
         let mut counted = 0;
         let mut line = 0;
         let (matcher, long) = (&self.matcher, &mut self.caches_long);
-        for (r, rank) in matcher.lines(bulk, &mut self.caches) {
+        let caches = self.caches.get_or_insert_with(|| matcher.caches());
+        for (r, rank) in matcher.lines(bulk, caches) {
             line += bytecount::count(&bulk[counted..r.start], b'\n') as u64;
             counted = r.start;
             let text = &bulk[r.clone()];
             // A long line is judged by its first LINE_CAP bytes, as when a
             // chunk cuts it.
             let (text, rank) = if text.len() > LINE_CAP {
+                let long = long.get_or_insert_with(|| matcher.caches());
                 match matcher.line_rank(&text[..LINE_CAP], long) {
                     Some(rank) => (&text[..LINE_CAP], rank),
                     None => continue,
@@ -348,7 +363,8 @@ impl Finder {
         // The raw cursor: the start of raw line `raw_line`.
         let (mut raw_pos, mut raw_line) = (0usize, 0);
         let (matcher, long) = (&self.matcher, &mut self.caches_long);
-        for (r, rank) in matcher.lines(&buf, &mut self.caches) {
+        let caches = self.caches.get_or_insert_with(|| matcher.caches());
+        for (r, rank) in matcher.lines(&buf, caches) {
             line += bytecount::count(&buf[counted..r.start], b'\n') as u64;
             counted = r.start;
             while raw_line < line {
@@ -365,6 +381,7 @@ impl Finder {
             let (judged, rank, shape) = if text.len() > LINE_CAP {
                 let mut cut = Vec::new();
                 strip(&text[..LINE_CAP], &mut cut);
+                let long = long.get_or_insert_with(|| matcher.caches());
                 match matcher.line_rank(&cut, long) {
                     Some(rank) => (LINE_CAP, rank, shape::ranked(&cut, rank)),
                     None => continue,
@@ -551,5 +568,29 @@ impl RawScan {
             dropped: shapes.dropped.into_keys().collect(),
             exact: shapes.exact,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::salient::SalientPatterns;
+
+    /// A search state costs far more to make than a small output's scan:
+    /// each finder takes one when it first judges a line and gives it back,
+    /// so a stream of small outputs makes one.
+    #[test]
+    fn finders_reuse_their_matchers_search_states() {
+        let matcher = SalientPatterns::default().matcher().unwrap();
+        let line = b"error: one\nok\n";
+        for _ in 0..3 {
+            let mut f = Finder::new(matcher.clone());
+            assert_eq!(f.find(line).hits.len(), 1);
+            assert!(f.caches.is_some());
+        }
+        assert_eq!(matcher.spare_len(), 1, "one state, reused");
+        // A finder that judges nothing takes nothing.
+        drop(Finder::new(matcher.clone()));
+        assert_eq!(matcher.spare_len(), 1);
     }
 }

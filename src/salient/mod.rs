@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use regex_automata::meta;
 use regex_automata::Input;
@@ -482,7 +482,13 @@ pub(crate) struct Matcher {
     warnings: Option<meta::Regex>,
     /// With the built-in patterns: what a matching line holds.
     gate: Option<Arc<Gate>>,
+    /// Search states given back by searchers that are done, for the next
+    /// ones: making one costs far more than a small output's whole scan.
+    spare: Arc<Mutex<Vec<Caches>>>,
 }
+
+/// The most search states a matcher keeps for reuse.
+const SPARE_CACHES: usize = 8;
 
 /// A search for the lines that may match, far cheaper than the patterns:
 /// the literals of [`GATE`] together.
@@ -560,6 +566,7 @@ impl Matcher {
             errors: of(SalientRank::Error)?,
             warnings: of(SalientRank::Warning)?,
             gate: None,
+            spare: Arc::default(),
         })
     }
 
@@ -576,12 +583,29 @@ impl Matcher {
 
     /// The search state of this matcher's regexes, for one searcher at a
     /// time: searching with it spares each search a trip to the regexes'
-    /// shared pool of caches (slow from any thread but the first).
+    /// shared pool of caches (slow from any thread but the first). One a
+    /// searcher gave back is reused; give it back with
+    /// [`give_back`](Self::give_back) when done.
     pub(crate) fn caches(&self) -> Caches {
-        Caches {
+        let reused = self.spare.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        reused.unwrap_or_else(|| Caches {
             all: self.all.create_cache(),
             errors: self.errors.as_ref().map(meta::Regex::create_cache),
             warnings: self.warnings.as_ref().map(meta::Regex::create_cache),
+        })
+    }
+
+    /// How many search states wait for reuse.
+    #[cfg(test)]
+    pub(crate) fn spare_len(&self) -> usize {
+        self.spare.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Keeps `caches` (from [`caches`](Self::caches)) for the next searcher.
+    pub(crate) fn give_back(&self, caches: Caches) {
+        let mut spare = self.spare.lock().unwrap_or_else(|e| e.into_inner());
+        if spare.len() < SPARE_CACHES {
+            spare.push(caches);
         }
     }
 
@@ -667,6 +691,7 @@ impl Matcher {
 }
 
 /// A [`Matcher`]'s search state ([`Matcher::caches`]).
+#[derive(Debug)]
 pub(crate) struct Caches {
     all: meta::Cache,
     errors: Option<meta::Cache>,
