@@ -842,7 +842,10 @@ impl Store {
     /// exists (and holds exactly these bytes: it is compared with them, not
     /// hashed again), nothing is kept of the write. From 1 MiB the bytes
     /// are written to a temp file while another thread hashes them, so a
-    /// new object costs the slower of the two, not their sum.
+    /// new object costs the slower of the two, not their sum. On S3 the
+    /// object's bytes (`bytes` itself, or its zstd frames) are held in
+    /// memory and sent in one create-only `PUT` to the object's key once
+    /// its id is known.
     ///
     /// # Errors
     ///
