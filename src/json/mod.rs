@@ -30,7 +30,7 @@ pub enum Format {
     Text,
     /// A JSON document: a preview that is itself JSON. Input that is not one
     /// JSON document gets the text preview, and the outcome says why
-    /// ([`Outcome::json_error`](crate::Outcome::json_error)).
+    /// (`json_error` in [`ContentFormat::Text`](crate::ContentFormat::Text)).
     Json,
     /// JSON when the whole input is one JSON document, else text; nothing
     /// is reported when it is not.
