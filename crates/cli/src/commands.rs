@@ -27,7 +27,6 @@ use super::args::{
 };
 use super::config::{self, Effective};
 use super::emit;
-use super::mapped;
 use super::progress::Progress;
 
 pub fn run(cli: Cli) -> Result<i32> {
@@ -327,6 +326,9 @@ fn finish(stage: spillway::Stage) -> (Outcome, Option<String>) {
     }
 }
 
+/// `apply` maps an input file from this size.
+const MAP_FROM: u64 = 1 << 20;
+
 /// Stdin as a file of its own, when it is a regular file (`< FILE`).
 fn stdin_file() -> Option<File> {
     use std::os::fd::AsFd;
@@ -338,8 +340,9 @@ fn stdin_file() -> Option<File> {
 fn apply(eff: &Effective, store: &Store, args: ApplyArgs, quiet: bool) -> Result<i32> {
     let spiller = spiller(eff, store)?;
     let mut progress = Progress::new("apply", quiet);
-    // A regular file (named, or as stdin) is mapped when it can be
-    // (`mapped`): the stage then has the whole input at once.
+    // A regular file (named, or as stdin) of 1 MiB or more is mapped when
+    // it can be (`spillway::with_mapped_file`): the stage then has the whole
+    // input at once. A smaller one costs more to map than to read.
     let (file, name) = match args.file.as_deref() {
         Some(p) if p.as_os_str() != "-" => (
             Some(File::open(p).with_context(|| format!("open {}", p.display()))?),
@@ -347,10 +350,19 @@ fn apply(eff: &Effective, store: &Store, args: ApplyArgs, quiet: bool) -> Result
         ),
         _ => (stdin_file(), "stdin".to_owned()),
     };
-    let (outcome, failure) = match file.as_ref().filter(|_| !args.no_map).and_then(mapped::map) {
-        Some(input) => {
-            progress.bytes(input.len() as u64, Some(input.len() as u64));
-            let done = spiller.apply(&input);
+    let large = |f: &&File| f.metadata().is_ok_and(|m| m.len() >= MAP_FROM);
+    let mapped = file
+        .as_ref()
+        .filter(|_| !args.no_map)
+        .filter(large)
+        .and_then(|f| {
+            spillway::with_mapped_file(f, |input| {
+                progress.bytes(input.len() as u64, Some(input.len() as u64));
+                spiller.apply(input)
+            })
+        });
+    let (outcome, failure) = match mapped {
+        Some(done) => {
             progress.clear();
             match done {
                 Ok(o) => (o, None),

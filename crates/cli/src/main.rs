@@ -3,7 +3,6 @@
 mod args;
 mod commands;
 mod config;
-mod mapped;
 mod progress;
 
 use std::io::{self, Write};
