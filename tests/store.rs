@@ -636,3 +636,50 @@ fn verify_finds_damage_in_a_large_raw_object() {
     assert_eq!(report.corrupt[0].id, bad.id);
     assert!(!bad.path.exists() && good.path.exists());
 }
+
+/// The common case: an output a little over its budget (1.05x to 2x), with
+/// a budget large enough that `apply` stores it whole, gives the stream's
+/// outcome, terminal render and raw alike, and the stored bytes are the
+/// input's.
+#[test]
+fn a_whole_input_just_over_its_budget_is_stored_as_its_stream_would_be() {
+    let budget = 1usize << 20;
+    let log = tool_output(37, 2 * budget + 4096);
+    for render in [Render::Terminal, Render::Raw] {
+        let mut b = Policy::builder();
+        b.max_inline_bytes(budget as u64)
+            .compression(Compression::None)
+            .durability(Durability::Relaxed)
+            .render(render);
+        let policy = b.build().unwrap();
+        for factor in [1.05, 1.2, 1.5, 2.0] {
+            let input = &log[..(budget as f64 * factor) as usize];
+            let (_a, whole_store) = temp_store();
+            let (_b, stream_store) = temp_store();
+            let a = Spiller::new(policy.clone(), whole_store.clone())
+                .unwrap()
+                .apply(input)
+                .unwrap();
+            let b = apply_chunked(
+                &Spiller::new(policy.clone(), stream_store).unwrap(),
+                input,
+                &[64 << 10],
+            );
+            let what = format!("{render:?} at {factor}x");
+            assert!(a.spilled, "{what}");
+            assert!(a.content.len() <= budget, "{what}");
+            assert_eq!(a.content, b.content, "{what}");
+            assert_eq!(
+                a.spill.as_ref().unwrap().id,
+                b.spill.as_ref().unwrap().id,
+                "{what}"
+            );
+            let s = a.spill.unwrap();
+            assert_eq!(
+                whole_store.read(&s.id, &Selection::All).unwrap(),
+                input,
+                "{what}"
+            );
+        }
+    }
+}
