@@ -16,10 +16,10 @@ pub(crate) trait Feed: Send + 'static {
 }
 
 /// Bytes handed over at a time.
-const CHUNK: usize = 1 << 20;
+pub(crate) const CHUNK: usize = 1 << 20;
 
 /// Chunks that may wait for the consumer before the stage waits for it.
-const QUEUED: usize = 3;
+pub(crate) const QUEUED: usize = 3;
 
 /// A consumer moves to a thread once this many bytes have been fed here.
 pub(crate) const THREAD_AFTER: u64 = 1 << 20;
@@ -30,12 +30,54 @@ pub(crate) enum Offload<T: Feed> {
     Thread(Remote<T>),
 }
 
+/// Bytes gathered for another thread, [`CHUNK`] at a time, in buffers
+/// that thread sends back to be reused.
+pub(crate) struct Chunks {
+    buf: Vec<u8>,
+    back: Receiver<Vec<u8>>,
+}
+
+impl Chunks {
+    pub(crate) fn new(back: Receiver<Vec<u8>>) -> Chunks {
+        Chunks {
+            buf: Vec::with_capacity(CHUNK),
+            back,
+        }
+    }
+
+    /// Gathers the start of `data` until a chunk is full, and gives the
+    /// rest.
+    pub(crate) fn fill<'a>(&mut self, data: &'a [u8]) -> &'a [u8] {
+        let n = (CHUNK - self.buf.len()).min(data.len());
+        self.buf.extend_from_slice(&data[..n]);
+        &data[n..]
+    }
+
+    pub(crate) fn is_full(&self) -> bool {
+        self.buf.len() == CHUNK
+    }
+
+    /// The bytes gathered so far.
+    pub(crate) fn gathered(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Takes the first `cut` bytes gathered; the rest starts the next chunk,
+    /// in a buffer that came back if one did.
+    pub(crate) fn take(&mut self, cut: usize) -> Vec<u8> {
+        let mut next = self.back.try_recv().unwrap_or_default();
+        next.clear();
+        next.reserve(CHUNK);
+        next.extend_from_slice(&self.buf[cut..]);
+        self.buf.truncate(cut);
+        std::mem::replace(&mut self.buf, next)
+    }
+}
+
 /// The stage's end of a consumer on a thread.
 pub(crate) struct Remote<T> {
     tx: SyncSender<Vec<u8>>,
-    back: Receiver<Vec<u8>>,
-    /// Bytes not yet handed over.
-    buf: Vec<u8>,
+    chunks: Chunks,
     handle: JoinHandle<T>,
 }
 
@@ -95,30 +137,23 @@ impl<T: Feed> Remote<T> {
         }
         Ok(Remote {
             tx,
-            back,
-            buf: Vec::with_capacity(CHUNK),
+            chunks: Chunks::new(back),
             handle,
         })
     }
 
     fn hand_over(&mut self) {
-        if self.buf.is_empty() {
-            return;
+        let len = self.chunks.gathered().len();
+        if len > 0 {
+            // Fails only when the thread has died, which `finish` reports.
+            let _ = self.tx.send(self.chunks.take(len));
         }
-        let mut next = self.back.try_recv().unwrap_or_default();
-        next.clear();
-        next.reserve(CHUNK);
-        let full = std::mem::replace(&mut self.buf, next);
-        // Fails only when the thread has died, which `finish` reports.
-        let _ = self.tx.send(full);
     }
 
     fn feed(&mut self, mut data: &[u8]) {
         while !data.is_empty() {
-            let n = (CHUNK - self.buf.len()).min(data.len());
-            self.buf.extend_from_slice(&data[..n]);
-            data = &data[n..];
-            if self.buf.len() == CHUNK {
+            data = self.chunks.fill(data);
+            if self.chunks.is_full() {
                 self.hand_over();
             }
         }

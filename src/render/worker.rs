@@ -4,8 +4,10 @@
 //!
 //! The scan sees exactly the bytes and the head's end it would see on the
 //! stage's thread, in the same order (they travel on one channel), so its
-//! result is the same. Memory stays bounded: at most [`QUEUED`] chunks of
-//! [`CHUNK`] bytes wait for it, and their buffers come back to be reused.
+//! result is the same. Memory stays bounded as for any consumer on a
+//! thread of its own ([`crate::offload`]): a few chunks of 1 MiB wait for
+//! it, and their buffers come back to be reused. It moves to its thread
+//! at the same point, past the stream's first MiB.
 //!
 //! When the scan falls behind (its queue is full), the stage's thread does
 //! the part of the scan that needs no state for the chunk it hands over:
@@ -14,20 +16,11 @@
 //! Chunks are cut after a line end for this (a chunk without one is handed
 //! over as it is and scanned on the thread).
 
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 
 use super::middle::{Finder, Finds, RawScan};
-
-/// Bytes handed over at a time.
-const CHUNK: usize = 1 << 20;
-
-/// Chunks that may wait for the scan before the stage waits for it.
-const QUEUED: usize = 3;
-
-/// A stream is handed to a thread once this many bytes have been scanned
-/// on the stage's own: a short one never pays for the thread.
-pub(crate) const THREAD_AFTER: u64 = 1 << 20;
+use crate::offload::{Chunks, QUEUED, THREAD_AFTER};
 
 enum Msg {
     /// Bytes to scan, and their matched lines if they were found already.
@@ -80,10 +73,9 @@ impl Scan {
 /// The stage's end of a scan on a thread.
 pub(crate) struct Worker {
     tx: SyncSender<Msg>,
-    back: Receiver<Vec<u8>>,
     /// Bytes not yet handed over.
-    buf: Vec<u8>,
-    /// Whether `buf` starts a line.
+    chunks: Chunks,
+    /// Whether `chunks` starts a line.
     starts_line: bool,
     /// For finding a chunk's lines here when the scan is behind.
     finder: Finder,
@@ -127,8 +119,7 @@ impl Worker {
         scan_tx.send(scan).map_err(|mpsc::SendError(scan)| scan)?;
         Ok(Box::new(Worker {
             tx,
-            back,
-            buf: Vec::with_capacity(CHUNK),
+            chunks: Chunks::new(back),
             starts_line,
             finder,
             always_here: false,
@@ -144,19 +135,15 @@ impl Worker {
     /// Hands over the buffered bytes: up to their last line end, or all of
     /// them if `all` (or if they hold none).
     fn hand_over(&mut self, all: bool) {
-        if self.buf.is_empty() {
+        let gathered = self.chunks.gathered();
+        if gathered.is_empty() {
             return;
         }
-        let cut = match memchr::memrchr(b'\n', &self.buf) {
+        let cut = match memchr::memrchr(b'\n', gathered) {
             Some(i) if !all => i + 1,
-            _ => self.buf.len(),
+            _ => gathered.len(),
         };
-        let mut next = self.back.try_recv().unwrap_or_default();
-        next.clear();
-        next.reserve(CHUNK);
-        next.extend_from_slice(&self.buf[cut..]);
-        self.buf.truncate(cut);
-        let chunk = std::mem::replace(&mut self.buf, next);
+        let chunk = self.chunks.take(cut);
         let whole = self.starts_line && chunk.ends_with(b"\n");
         self.starts_line = chunk.ends_with(b"\n");
         let sent = if self.always_here {
@@ -184,10 +171,8 @@ impl Worker {
 
     fn feed(&mut self, mut data: &[u8]) {
         while !data.is_empty() {
-            let n = (CHUNK - self.buf.len()).min(data.len());
-            self.buf.extend_from_slice(&data[..n]);
-            data = &data[n..];
-            if self.buf.len() == CHUNK {
+            data = self.chunks.fill(data);
+            if self.chunks.is_full() {
                 self.hand_over(false);
             }
         }
