@@ -10,11 +10,12 @@ dedup hit) both ways, alternating which goes first:
 
 - boto3: `upload_fileobj` with its default transfer settings (multipart
   above 8 MiB, 10 threads), from memory;
-- spillway: `spillway --store s3://BUCKET/spill apply` reading the same
-  bytes from a file: it hashes them (BLAKE3), compresses them (zstd level 1),
-  uploads them (multipart to a temporary key, then a conditional copy to the
-  object's key) and writes the bounded preview; the process start is
-  included.
+- spillway: `spillway --store s3://BUCKET/spill apply < FILE`, the same
+  bytes in a file: it maps them, hashes them (BLAKE3), compresses them (zstd
+  level 1), looks for the object (`HEAD`), uploads it straight to its key
+  (one create-only `PUT` up to 8 MiB, else 8 MiB parts, 8 at once, completed
+  with `If-None-Match: *`) and writes the bounded preview; the process
+  start is included.
 
 Two inputs: a build log (compressible text, as tool output mostly is) and
 random bytes (zstd cannot shrink them, so spillway stores them raw: the

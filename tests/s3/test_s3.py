@@ -5,8 +5,11 @@ import hashlib
 import json
 import os
 import random
+import socket
 import subprocess
+import threading
 import time
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -418,3 +421,159 @@ def test_an_abandoned_copy_at_an_object_key_is_aborted_and_a_live_one_is_not(tmp
     assert out["store_error"] is None and out["spill"]["bytes"] == len(data)
     assert uploads() == []
     assert [k for k in keys(s3, bucket, "tmp/") if k.endswith(".copying")] == []
+
+
+class CompletionGate(Proxy):
+    """A proxy that runs `before(key)` when a request to complete a
+    multipart upload passes, before the server sees it: another writer's
+    object lands at the key between spillway's look and its completion."""
+
+    def __init__(self, target_port: int, before) -> None:
+        super().__init__(target_port)
+        self.before = before
+        self.completions: list[str] = []
+
+    def _accept(self, ls) -> None:
+        while True:
+            try:
+                c, _ = ls.accept()
+            except OSError:
+                return
+            u = socket.create_connection(("127.0.0.1", self.target))
+            with self.lock:
+                self.conns += [c, u]
+            threading.Thread(target=self._gate, args=(c, u), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(u, c), daemon=True).start()
+
+    def _gate(self, c, u) -> None:
+        try:
+            while True:
+                data = c.recv(1 << 16)
+                if not data:
+                    break
+                line = data.split(b"\r\n", 1)[0].decode("latin-1")
+                if line.startswith("POST ") and "uploadId=" in line:
+                    path = line.split(" ")[1].split("?")[0]
+                    key = urllib.parse.unquote(path.split("/", 2)[2])
+                    self.completions.append(key)
+                    self.before(key)
+                u.sendall(data)
+        except OSError:
+            pass
+        for s in (c, u):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def apply_file(bucket, env, path: Path, *flags) -> dict:
+    """`apply` with stdin redirected from a file: the whole input at hand."""
+    with open(path, "rb") as stdin:
+        p = subprocess.run(
+            [BIN, "--store", store_url(bucket), "apply", "--json", "--max-inline-bytes", "2KiB", *flags],
+            stdin=stdin,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=300,
+        )
+    assert p.returncode == 0, p.stderr.decode()
+    return json.loads(p.stdout)
+
+
+def test_a_whole_file_goes_straight_to_its_key_in_parts(tmp_path, moto, s3, bucket):
+    # Just over one part, and several parts: no temporary key, no upload
+    # left, the object's bytes are the file's, and the next writer finds it.
+    env = spill_env(moto.endpoint, tmp_path / "cache")
+    for size in ((8 << 20) + 4096, 33 << 20):
+        data = os.urandom(size)
+        f = tmp_path / f"in-{size}"
+        f.write_bytes(data)
+        gate = CompletionGate(moto.port, lambda key: None)
+        gate.start()
+        out = apply_file(bucket, spill_env(gate.endpoint, tmp_path / "cache"), f, "--compress", "none")
+        gate.stop()
+        assert out["store_error"] is None and not out["spill"]["dedup"]
+        key = object_key(out)
+        assert gate.completions == [key], "completed at the object's key, once"
+        assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == data
+        assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+        assert keys(s3, bucket, "tmp/") == {}
+        again = apply_file(bucket, env, f, "--compress", "none")
+        assert again["spill"]["dedup"] and again["spill"]["id"] == out["spill"]["id"]
+
+
+@pytest.mark.parametrize("planted", ["the same bytes", "other bytes"])
+def test_an_object_that_lands_before_the_completion_is_never_replaced(tmp_path, moto, s3, bucket, planted):
+    # The completion carries If-None-Match: *. When another writer's object
+    # arrives between the look and the completion, the server refuses to
+    # replace it: a good one is a dedup hit, a bad one is set aside and the
+    # content stored after all.
+    data = os.urandom(12 << 20)
+    f = tmp_path / "in"
+    f.write_bytes(data)
+    body = data if planted == "the same bytes" else data[:-1] + b"X"
+    landed = []
+
+    def land(key):
+        if not landed:
+            s3.put_object(Bucket=bucket, Key=key, Body=body)
+            landed.append(key)
+
+    gate = CompletionGate(moto.port, land)
+    gate.start()
+    out = apply_file(bucket, spill_env(gate.endpoint, tmp_path / "cache"), f, "--compress", "none")
+    gate.stop()
+    assert out["store_error"] is None
+    key = object_key(out)
+    assert landed == [key]
+    assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == data
+    assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    if planted == "the same bytes":
+        assert out["spill"]["dedup"] and len(gate.completions) == 1
+        assert keys(s3, bucket, "quarantine/") == {}
+    else:
+        assert not out["spill"]["dedup"] and len(gate.completions) == 2
+        quarantined = keys(s3, bucket, "quarantine/")
+        assert len(quarantined) == 1
+        assert s3.get_object(Bucket=bucket, Key=next(iter(quarantined)))["Body"].read() == body
+    assert keys(s3, bucket, "tmp/") == {}
+
+
+def test_a_writer_killed_while_sending_parts_to_the_key_leaves_nothing_under_it(tmp_path, moto, s3, bucket):
+    # The crash case of the straight path: the upload sits at the object's
+    # key, so only its marker says a writer was alive. Nothing is under the
+    # key; cleanup spares the upload while the marker is young and aborts
+    # it after; the next writer stores the content.
+    env = spill_env(moto.endpoint, tmp_path / "cache")
+    data = os.urandom(64 << 20)
+    f = tmp_path / "in"
+    f.write_bytes(data)
+    with open(f, "rb") as stdin:
+        p = subprocess.Popen(
+            [BIN, "--store", store_url(bucket), "apply", "--json", "--compress", "none"],
+            stdin=stdin,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.time() + 60
+        while time.time() < deadline and not s3.list_multipart_uploads(Bucket=bucket).get("Uploads"):
+            time.sleep(0.01)
+        p.kill()
+        p.wait(30)
+    uploads = [u["Key"] for u in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])]
+    assert len(uploads) == 1 and "/v1/objects/" in uploads[0], uploads
+    assert keys(s3, bucket, "objects/") == {}
+    markers = [k for k in keys(s3, bucket, "tmp/") if k.endswith(".copying")]
+    assert len(markers) == 1
+    assert s3.get_object(Bucket=bucket, Key=markers[0])["Body"].read().decode() == uploads[0]
+    spillway(["--store", store_url(bucket), "gc", "--grace", "1h"], env)
+    assert [u["Key"] for u in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])] == uploads
+    spillway(["--store", store_url(bucket), "verify", "--grace", "0s"], env)
+    assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    out = apply_file(bucket, env, f, "--compress", "none")
+    assert out["store_error"] is None and not out["spill"]["dedup"]
+    assert object_key(out) == uploads[0]
+    assert s3.get_object(Bucket=bucket, Key=uploads[0])["Body"].read() == data

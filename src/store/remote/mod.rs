@@ -19,9 +19,11 @@
 //!
 //! An object of up to [`upload::PART`] stored bytes, or one whose whole
 //! content the caller holds (`Store::put`, `Spiller::apply`: its id is
-//! known before it is sent), is held in memory and sent in one `PUT` with
-//! `If-None-Match: *` to its object key, after a `HEAD` that finds an
-//! existing copy without sending anything. A larger streamed one streams to a
+//! known before it is sent), goes straight to its object key after a
+//! `HEAD` that finds an existing copy without sending anything: in one
+//! `PUT` with `If-None-Match: *`, or, past a part, as a multipart upload at
+//! the key whose completion carries `If-None-Match: *` (parts in parallel,
+//! [`direct`]). A larger streamed one streams to a
 //! temporary key as a multipart upload (parts of [`upload::PART`], a few in
 //! flight), which is completed and then copied to its object key by a
 //! conditional multipart copy (`If-None-Match: *` on completion), so an
@@ -37,6 +39,7 @@
 //! hashes again as a local read does. The cache is bounded: least recently
 //! used objects leave it first.
 
+mod direct;
 mod location;
 mod maintain;
 mod options;

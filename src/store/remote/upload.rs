@@ -39,7 +39,8 @@ pub(crate) struct Upload {
     multipart: Option<Multipart>,
     /// The temporary key holds a completed object that must be removed.
     temp_exists: bool,
-    /// The whole object is held and sent in one `PUT`, however large.
+    /// The whole object is held and sent to its key at the end, however
+    /// large.
     single: bool,
 }
 
@@ -58,8 +59,9 @@ impl Upload {
     }
 
     /// An upload of a whole content the caller holds: kept in memory and
-    /// sent in one create-only `PUT` to its object key (S3 takes up to
-    /// 5 GiB in one), never to a temporary key.
+    /// sent to its object key, never to a temporary key: one create-only
+    /// `PUT` up to a part, else a multipart upload at the key, parts in
+    /// parallel, completed create-only (see [`super::direct`]).
     pub(crate) fn whole(remote: Arc<Remote>) -> Upload {
         let mut u = Upload::new(remote);
         u.single = true;
@@ -140,7 +142,12 @@ impl Upload {
             }
             let payload = Bytes::from(std::mem::take(&mut self.buf));
             for _ in 0..PUBLISH_TRIES {
-                if remote.put_create(&dest, payload.clone())? {
+                let created = if self.single && remote.sends_in_parts(payload.len()) {
+                    remote.multipart_create(&dest, payload.clone())?
+                } else {
+                    remote.put_create(&dest, payload.clone())?
+                };
+                if created {
                     return Ok(fresh);
                 }
                 if let Some(hit) = remote.verified_hit(&id, encoding, bytes)? {

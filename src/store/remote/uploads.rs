@@ -19,8 +19,8 @@ struct Pending {
     upload_id: String,
 }
 
-/// Percent-encodes a query value as SigV4 wants it.
-fn encode(s: &str) -> String {
+/// Percent-encodes a query value or a key's segment as SigV4 wants it.
+pub(super) fn encode(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
@@ -33,7 +33,7 @@ fn encode(s: &str) -> String {
 }
 
 /// The text of each `<tag>…</tag>` in `xml`, in order.
-fn elements<'a>(xml: &'a str, tag: &str) -> Vec<&'a str> {
+pub(super) fn elements<'a>(xml: &'a str, tag: &str) -> Vec<&'a str> {
     let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
     let mut out = Vec::new();
     let mut rest = xml;
@@ -69,10 +69,7 @@ impl Remote {
         let Some(l) = &self.listing else {
             return Ok(Vec::new());
         };
-        let base = match &l.endpoint {
-            Some(e) => format!("{}/{}", e.trim_end_matches('/'), self.url.bucket),
-            None => format!("https://{}.s3.{}.amazonaws.com", self.url.bucket, l.region),
-        };
+        let base = l.base(&self.url.bucket);
         let http = ReqwestConnector::default()
             .connect(&l.client_options)
             .map_err(|e| fail(e.to_string()))?;
@@ -148,7 +145,8 @@ impl Remote {
     /// and returns how many. An upload below `tmp/` is abandoned once it is
     /// older than `grace` by the time in its key's name (a server's own
     /// upload times are not relied on: some emulators report a fixed one).
-    /// An upload at an object's key (a create-only copy) is abandoned when
+    /// An upload at an object's key (a create-only copy, or a whole content
+    /// sent in parts, see [`super::direct`]) is abandoned when
     /// no copy marker younger than `grace` names that key: the uploads are
     /// listed before the markers, and a writer puts its marker before it
     /// starts the upload, so a live copy's marker is always seen.
