@@ -2,10 +2,11 @@
 """`spillway apply FILE` on a large regular file: read as a stream
 (`--no-map`) against mapped (the default), each with a fresh store (a new
 object is written) and again on the same store (a dedup hit); and `verify`
-of a store of raw objects as large (objects of 64 MiB), mapped (the
-default) against read (each object held open for writing by this script,
-so no lease is granted and verify reads it). One process per run; the
-files are in the page cache.
+of a store of raw objects as large (objects of 64 MiB), and `show` and
+`grep` of each of its objects, mapped (the default) against read (each
+object held open for writing by this script, so no lease is granted and
+every object is read). One process per run; the files are in the page
+cache.
 
     python3 benches/mapped.py BIN [SIZE_MIB] [RUNS]
 
@@ -13,6 +14,7 @@ Runs each case with the default policy (the terminal render, whose salient
 scan reads every line) and with `--render raw`, and prints a Markdown
 table of medians and the read/mapped ratios.
 """
+import json
 import os
 import shutil
 import statistics
@@ -41,28 +43,22 @@ def log_file(path, size):
             pass
 
 
-def timed(argv):
+def timed(argv, ok=(0,)):
     t = time.perf_counter()
     p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     elapsed = time.perf_counter() - t
-    if p.returncode != 0:
+    if p.returncode not in ok:
         sys.exit(f"{argv}: exit {p.returncode}: {p.stderr.decode()}")
     return elapsed
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    binary = sys.argv[1]
-    size = int(sys.argv[2]) << 20 if len(sys.argv) > 2 else 1 << 30
-    runs = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+def measure(binary, size, runs):
+    """Every row, as (what, policy, read seconds, mapped seconds)."""
+    rows = []
     tmp = tempfile.mkdtemp()
     try:
         path = os.path.join(tmp, "input.log")
         log_file(path, size)
-        mib = size >> 20
-        print(f"| `apply` of a {mib} MiB file | policy | read (`--no-map`) | mapped | read / mapped |")
-        print("|---|---|---|---|---|")
         for policy, flags in [("default (terminal render)", []), ("`--render raw`", ["--render", "raw"])]:
             results = {}
             for mode, extra in [("read", ["--no-map"]), ("mapped", [])]:
@@ -74,11 +70,11 @@ def main():
                     new.append(timed(base))
                     hit.append(timed(base))
                 results[mode] = (statistics.median(new), statistics.median(hit))
-            for i, what in enumerate(["new object (fresh store)", "dedup hit (object exists)"]):
-                r, m = results["read"][i], results["mapped"][i]
-                print(f"| {what} | {policy} | {r * 1000:.0f} ms | {m * 1000:.0f} ms | {r / m:.2f}× |")
-        # verify: a store of raw 64 MiB objects adding up to the size.
+            for i, what in enumerate(["`apply`: new object (fresh store)", "`apply`: dedup hit (object exists)"]):
+                rows.append((what, policy, results["read"][i], results["mapped"][i]))
+        # A store of raw 64 MiB objects adding up to the size.
         store = os.path.join(tmp, "vstore")
+        ids = []
         with open(path, "rb") as f:
             n = 0
             while True:
@@ -86,23 +82,47 @@ def main():
                 if not part:
                     break
                 part = b"%d\n" % n + part
-                subprocess.run(
-                    [binary, "--store", store, "apply", "--compress", "none", "--max-spill-bytes", str(len(part))],
-                    input=part, stdout=subprocess.DEVNULL, check=True,
-                )
+                out = subprocess.run(
+                    [binary, "--store", store, "apply", "--json", "--compress", "none",
+                     "--max-spill-bytes", str(len(part))],
+                    input=part, stdout=subprocess.PIPE, check=True,
+                ).stdout
+                ids.append(json.loads(out)["spill"]["id"])
                 n += 1
         objects = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(store, "v1", "objects")) for f in fs]
-        verify = [binary, "--store", store, "verify", "--grace", "0s"]
-        mapped = statistics.median(timed(verify) for _ in range(runs))
-        held = [open(o, "ab") for o in objects]
-        try:
-            read = statistics.median(timed(verify) for _ in range(runs))
-        finally:
-            for h in held:
-                h.close()
-        print(f"| `verify` of {len(objects)} raw objects, {mib} MiB | (every object) | {read * 1000:.0f} ms | {mapped * 1000:.0f} ms | {read / mapped:.2f}× |")
+        s = ["--store", store]
+        cases = [
+            ("`verify`", "every object", lambda: timed([binary, *s, "verify", "--grace", "0s"])),
+            ("`show` (to /dev/null)", "each object", lambda: sum(timed([binary, *s, "show", i]) for i in ids)),
+            ("`grep` (a pattern on every fourth line)", "each object",
+             lambda: sum(timed([binary, *s, "grep", "--max-bytes", "4KiB", i, "Compiling"], ok=(0, 1)) for i in ids)),
+        ]
+        for what, scope, run in cases:
+            mapped = statistics.median(run() for _ in range(runs))
+            # Each object held open for writing: no lease is granted, so
+            # every object is read.
+            held = [open(o, "ab") for o in objects]
+            try:
+                read = statistics.median(run() for _ in range(runs))
+            finally:
+                for h in held:
+                    h.close()
+            rows.append((f"{what} of {len(objects)} raw objects, {size >> 20} MiB", scope, read, mapped))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return rows
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    binary = sys.argv[1]
+    size = int(sys.argv[2]) << 20 if len(sys.argv) > 2 else 1 << 30
+    runs = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    print(f"| {size >> 20} MiB | policy | read | mapped | read / mapped |")
+    print("|---|---|---|---|---|")
+    for what, policy, r, m in measure(binary, size, runs):
+        print(f"| {what} | {policy} | {r * 1000:.0f} ms | {m * 1000:.0f} ms | {r / m:.2f}× |")
 
 
 if __name__ == "__main__":

@@ -534,36 +534,6 @@ impl Local {
         path: &Path,
         encoding: Encoding,
     ) -> Result<StoredObject, StoreError> {
-        if encoding == Encoding::Raw {
-            let file = open_regular(self.root(), path)?;
-            let meta = file.metadata().map_err(StoreError::io("inspect", path))?;
-            // A large raw object is hashed straight from a mapping, on two
-            // threads, when it can be leased (see `sys::with_leased_map`);
-            // otherwise read, as every other check reads.
-            if meta.len() >= MAP_FROM {
-                let hashed = crate::sys::with_leased_map(&file, meta.len(), ContentId::of_parallel);
-                if let Some(got) = hashed {
-                    if got != *id {
-                        return Err(StoreError::Corrupt {
-                            id: *id,
-                            path: path.to_path_buf(),
-                            reason: "its bytes do not hash to its id".into(),
-                        });
-                    }
-                    return Ok(StoredObject {
-                        id: *id,
-                        path: path.to_path_buf(),
-                        bytes: meta.len(),
-                        stored_bytes: meta.len(),
-                        encoding,
-                        truncated: false,
-                        dedup: false,
-                        modified: meta.modified().ok(),
-                    });
-                }
-            }
-            return self.scan_file(file, id, path, encoding, &mut |_| {});
-        }
         self.scan(id, path, encoding, &mut |_| {})
     }
 
@@ -588,6 +558,11 @@ impl Local {
         encoding: Encoding,
         f: &mut dyn FnMut(&[u8]),
     ) -> Result<StoredObject, StoreError> {
+        if encoding == Encoding::Raw {
+            if let Some(scanned) = scan_mapped(&file, id, path, f) {
+                return scanned;
+            }
+        }
         self.check_file(file, id, path, encoding, None, f)
     }
 
@@ -842,8 +817,48 @@ pub(crate) fn check_stored<R: Read + Seek>(
     })
 }
 
-/// `verify` hashes a raw object from this size from a mapping, when it can.
+/// A raw object from this size is hashed, and read, from a mapping when it
+/// can be leased.
 const MAP_FROM: u64 = 1 << 20;
+
+/// [`Local::scan_file`] of a raw object of [`MAP_FROM`] bytes or more, from
+/// a mapping of the file when it can be leased (see
+/// `sys::with_leased_map`; the store's objects are private and never
+/// truncated in place, and the lease guards against whoever else might):
+/// hashed on two threads first, then handed to `f` straight from the
+/// mapping, so `f` sees only bytes that hash to `id`. `None` when the file
+/// is smaller or cannot be mapped: it is read instead.
+fn scan_mapped(
+    file: &fs::File,
+    id: &ContentId,
+    path: &Path,
+    f: &mut dyn FnMut(&[u8]),
+) -> Option<Result<StoredObject, StoreError>> {
+    let meta = file.metadata().ok()?;
+    if meta.len() < MAP_FROM {
+        return None;
+    }
+    crate::sys::with_leased_map(file, meta.len(), |map| {
+        if ContentId::of_parallel(map) != *id {
+            return Err(StoreError::Corrupt {
+                id: *id,
+                path: path.to_path_buf(),
+                reason: "its bytes do not hash to its id".into(),
+            });
+        }
+        map.chunks(READ_CHUNK).for_each(&mut *f);
+        Ok(StoredObject {
+            id: *id,
+            path: path.to_path_buf(),
+            bytes: meta.len(),
+            stored_bytes: meta.len(),
+            encoding: Encoding::Raw,
+            truncated: false,
+            dedup: false,
+            modified: meta.modified().ok(),
+        })
+    })
+}
 
 /// The one id among `ids` (each listed once per encoding) that `prefix`
 /// matches: [`StoreError::NotFound`] when none does,
