@@ -24,9 +24,10 @@ PAIRS = [
     # what the raw path costs.
     ("stage-zstd-1", "stage-raw", {67108864: 1.1}, ["spill_random"]),
     ("stage-zstd-3", "zstd-3", {}, None),
-    ("stage-dedup-hit", "blake3", {}, None),
+    ("stage-dedup-hit", "blake3", {67108864: 1.3}, None),
     ("run_code-render-into-stage", "apply-rendered", {}, None),
-    ("json-preview", "text-preview", {67108864: 3.0}, ["json_records", "json_articles"]),
+    ("json-preview", "text-preview", {67108864: 2.0}, ["json_records"]),
+    ("json-preview", "text-preview", {67108864: 1.5}, ["json_articles"]),
     ("stage-terminal", "stage-raw-render", {67108864: 1.15}, ["terminal_plain"]),
     ("stage-terminal", "stage-raw-render", {67108864: 2.0}, ["terminal_coloured"]),
     ("stage-terminal-salient", "stage-raw-render", {}, None),

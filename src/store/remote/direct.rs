@@ -30,6 +30,11 @@ use crate::store::{StoreError, StoreErrorKind};
 /// only the requests the server sees, not memory.
 const IN_FLIGHT: usize = 8;
 
+/// A whole content of more stored bytes than this goes in parts; up to it,
+/// in one `PUT` (four parts' worth: below that, the requests a multipart
+/// upload adds cost more than its parallel parts save).
+pub(super) const PARTS_FROM: usize = 4 * super::upload::PART;
+
 /// How `CompleteMultipartUpload` answered.
 #[derive(Debug, PartialEq, Eq)]
 enum Completed {
@@ -97,10 +102,10 @@ impl Listing {
 
 impl Remote {
     /// Whether a whole content of `len` stored bytes goes to its key as a
-    /// multipart upload: more than one part, and an S3 to send it to (a
+    /// multipart upload: more than [`PARTS_FROM`], and an S3 to send it to (a
     /// client given for tests has no signed requests of ours).
     pub(super) fn sends_in_parts(&self, len: usize) -> bool {
-        self.listing.is_some() && len > super::upload::PART
+        self.listing.is_some() && len > PARTS_FROM
     }
 
     /// Creates `key` with `bytes` unless it exists, in parts of

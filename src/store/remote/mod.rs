@@ -21,7 +21,7 @@
 //! content the caller holds (`Store::put`, `Spiller::apply`: its id is
 //! known before it is sent), goes straight to its object key after a
 //! `HEAD` that finds an existing copy without sending anything: in one
-//! `PUT` with `If-None-Match: *`, or, past a part, as a multipart upload at
+//! `PUT` with `If-None-Match: *`, or, past [`direct::PARTS_FROM`], as a multipart upload at
 //! the key whose completion carries `If-None-Match: *` (parts in parallel,
 //! [`direct`]). A larger streamed one streams to a
 //! temporary key as a multipart upload (parts of [`upload::PART`], a few in

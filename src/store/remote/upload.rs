@@ -60,7 +60,7 @@ impl Upload {
 
     /// An upload of a whole content the caller holds: kept in memory and
     /// sent to its object key, never to a temporary key: one create-only
-    /// `PUT` up to a part, else a multipart upload at the key, parts in
+    /// `PUT` up to 32 MiB, else a multipart upload at the key, parts in
     /// parallel, completed create-only (see [`super::direct`]).
     pub(crate) fn whole(remote: Arc<Remote>) -> Upload {
         let mut u = Upload::new(remote);
