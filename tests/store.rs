@@ -617,53 +617,6 @@ fn a_hit_compares_the_copy_with_the_content() {
     assert_eq!(store.stats().unwrap().quarantined, 4);
 }
 
-/// Reads of a large raw object come from a mapping (hashed before any byte
-/// is handed out); held open for writing, the object cannot be leased and
-/// is read instead. Both give the same bytes, and both refuse a damaged
-/// object without handing out any of it.
-#[test]
-fn a_large_raw_object_reads_the_same_mapped_or_read() {
-    let (_d, store) = temp_store();
-    let data = tool_output(37, (2 << 20) + 123);
-    let s = store.put(&data, relaxed(RAW)).unwrap();
-    let sels = [
-        Selection::All,
-        Selection::Lines("2000:2100".parse().unwrap()),
-        Selection::Bytes("1048570:1048600".parse().unwrap()),
-    ];
-    let mapped: Vec<Vec<u8>> = sels
-        .iter()
-        .map(|sel| store.read(&s.id, sel).unwrap())
-        .collect();
-    assert_eq!(mapped[0], data);
-    {
-        let _writer = fs::OpenOptions::new().append(true).open(&s.path).unwrap();
-        for (sel, m) in sels.iter().zip(&mapped) {
-            assert_eq!(&store.read(&s.id, sel).unwrap(), m, "{sel:?}");
-        }
-    }
-    let mut bytes = fs::read(&s.path).unwrap();
-    bytes[(2 << 20) - 1] ^= 0x08;
-    fs::write(&s.path, &bytes).unwrap();
-    for held in [false, true] {
-        let _writer = held.then(|| fs::OpenOptions::new().append(true).open(&s.path).unwrap());
-        let mut out = Vec::new();
-        let e = store
-            .read_into(&s.id, &Selection::All, &mut out)
-            .unwrap_err();
-        assert_eq!(
-            e.kind(),
-            spillway::StoreErrorKind::Corrupt,
-            "held: {held}: {e}"
-        );
-        assert!(
-            out.is_empty(),
-            "held: {held}: {} bytes handed out",
-            out.len()
-        );
-    }
-}
-
 /// `verify` hashes a large raw object from a mapping: a damaged one is
 /// still found and set aside, and a sound one still passes.
 #[test]
