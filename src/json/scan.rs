@@ -215,6 +215,54 @@ impl Scanner {
                 return;
             }};
         }
+        // A member's key, its opening quote at `i`: the state after it,
+        // which is past its colon already when the colon follows at once.
+        macro_rules! key {
+            () => {{
+                self.key = true;
+                let at = base + i as u64;
+                match whole_string(&chunk[i + 1..]) {
+                    Some(Ok(j)) => {
+                        let end = i + j + 2;
+                        sink.string(true, at, &chunk[i + 1..i + 1 + j], base + end as u64);
+                        i = end;
+                        if i < n && chunk[i] == b':' {
+                            i += 1;
+                            State::Value
+                        } else {
+                            State::Colon
+                        }
+                    }
+                    Some(Err(k)) => fail!(i + 1 + k),
+                    None => {
+                        sink.str_begin(true, at);
+                        i += 1;
+                        State::Str
+                    }
+                }
+            }};
+        }
+        // The state after a value that ends just before `i`: past the
+        // comma (and the next member's key) when the comma follows at once.
+        macro_rules! next {
+            () => {{
+                if self.depth == 0 {
+                    self.done = true;
+                    State::After
+                } else if i < n && chunk[i] == b',' {
+                    i += 1;
+                    if !self.top_is_object() {
+                        State::Value
+                    } else if i < n && chunk[i] == b'"' {
+                        key!()
+                    } else {
+                        State::Key
+                    }
+                } else {
+                    State::After
+                }
+            }};
+        }
         // The state after a value ends.
         macro_rules! after_value {
             () => {{
@@ -225,123 +273,136 @@ impl Scanner {
             }};
         }
         while i < n {
-            match state {
-                State::Failed => return,
-                State::Str => {
-                    let rest = &chunk[i..];
-                    match find_special(rest) {
-                        Some(j) => {
-                            if rest[j] < 0x20 {
-                                fail!(i + j);
-                            }
-                            if rest[j] == b'"' {
-                                if j > 0 {
-                                    sink.str_part(&rest[..j]);
+            // Between tokens (the common case) straight to the structural
+            // states; inside a token, or after an error, its own state.
+            let between = matches!(
+                state,
+                State::Value
+                    | State::ValueOrEnd
+                    | State::KeyOrEnd
+                    | State::Key
+                    | State::Colon
+                    | State::After
+            );
+            if !between {
+                match state {
+                    State::Failed => return,
+                    State::Str => {
+                        let rest = &chunk[i..];
+                        match find_special(rest) {
+                            Some(j) => {
+                                if rest[j] < 0x20 {
+                                    fail!(i + j);
                                 }
-                                i += j + 1;
-                                sink.str_end(base + i as u64);
-                                state = if self.key {
-                                    State::Colon
+                                if rest[j] == b'"' {
+                                    if j > 0 {
+                                        sink.str_part(&rest[..j]);
+                                    }
+                                    i += j + 1;
+                                    sink.str_end(base + i as u64);
+                                    state = if self.key {
+                                        State::Colon
+                                    } else {
+                                        after_value!()
+                                    };
                                 } else {
-                                    after_value!()
-                                };
-                            } else {
-                                sink.str_part(&rest[..=j]);
-                                i += j + 1;
-                                state = State::Escape;
+                                    sink.str_part(&rest[..=j]);
+                                    i += j + 1;
+                                    state = State::Escape;
+                                }
+                            }
+                            None => {
+                                sink.str_part(rest);
+                                i = n;
                             }
                         }
-                        None => {
-                            sink.str_part(rest);
-                            i = n;
-                        }
+                        continue;
                     }
-                    continue;
-                }
-                State::Escape => {
-                    let b = chunk[i];
-                    match b {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
-                            state = State::Str
-                        }
-                        b'u' => state = State::Unicode(4),
-                        _ => fail!(i),
-                    }
-                    sink.str_part(&chunk[i..=i]);
-                    i += 1;
-                    continue;
-                }
-                State::Unicode(left) => {
-                    if !chunk[i].is_ascii_hexdigit() {
-                        fail!(i);
-                    }
-                    sink.str_part(&chunk[i..=i]);
-                    i += 1;
-                    state = if left == 1 {
-                        State::Str
-                    } else {
-                        State::Unicode(left - 1)
-                    };
-                    continue;
-                }
-                State::Num(num) => {
-                    let start = i;
-                    let mut num = num;
-                    while i < n {
-                        match num.step(chunk[i]) {
-                            Some(next) => {
-                                num = next;
-                                i += 1;
+                    State::Escape => {
+                        let b = chunk[i];
+                        match b {
+                            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+                                state = State::Str
                             }
-                            None => break,
+                            b'u' => state = State::Unicode(4),
+                            _ => fail!(i),
                         }
-                    }
-                    self.take_scalar(&chunk[start..i]);
-                    if i == n {
-                        state = State::Num(num);
-                        break;
-                    }
-                    if !num.complete() {
-                        fail!(i);
-                    }
-                    self.emit_scalar(base + i as u64, sink);
-                    state = after_value!();
-                    continue;
-                }
-                State::Bom(seen) => {
-                    const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
-                    if chunk[i] == BOM[usize::from(seen)] {
+                        sink.str_part(&chunk[i..=i]);
                         i += 1;
-                        state = if seen == 2 {
-                            State::Value
+                        continue;
+                    }
+                    State::Unicode(left) => {
+                        if !chunk[i].is_ascii_hexdigit() {
+                            fail!(i);
+                        }
+                        sink.str_part(&chunk[i..=i]);
+                        i += 1;
+                        state = if left == 1 {
+                            State::Str
                         } else {
-                            State::Bom(seen + 1)
+                            State::Unicode(left - 1)
                         };
-                    } else if seen == 0 {
-                        state = State::Value;
-                    } else {
-                        fail!(i);
+                        continue;
                     }
-                    continue;
-                }
-                State::Lit(word, matched) => {
-                    if word[usize::from(matched)] != chunk[i] {
-                        fail!(i);
-                    }
-                    i += 1;
-                    let matched = matched + 1;
-                    if usize::from(matched) == word.len() {
-                        self.scalar.clear();
-                        self.scalar.extend_from_slice(word);
-                        self.scalar_long = false;
+                    State::Num(num) => {
+                        let start = i;
+                        let mut num = num;
+                        while i < n {
+                            match num.step(chunk[i]) {
+                                Some(next) => {
+                                    num = next;
+                                    i += 1;
+                                }
+                                None => break,
+                            }
+                        }
+                        self.take_scalar(&chunk[start..i]);
+                        if i == n {
+                            state = State::Num(num);
+                            break;
+                        }
+                        if !num.complete() {
+                            fail!(i);
+                        }
                         self.emit_scalar(base + i as u64, sink);
                         state = after_value!();
-                    } else {
-                        state = State::Lit(word, matched);
+                        continue;
                     }
-                    continue;
+                    State::Bom(seen) => {
+                        const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+                        if chunk[i] == BOM[usize::from(seen)] {
+                            i += 1;
+                            state = if seen == 2 {
+                                State::Value
+                            } else {
+                                State::Bom(seen + 1)
+                            };
+                        } else if seen == 0 {
+                            state = State::Value;
+                        } else {
+                            fail!(i);
+                        }
+                        continue;
+                    }
+                    State::Lit(word, matched) => {
+                        if word[usize::from(matched)] != chunk[i] {
+                            fail!(i);
+                        }
+                        i += 1;
+                        let matched = matched + 1;
+                        if usize::from(matched) == word.len() {
+                            self.scalar.clear();
+                            self.scalar.extend_from_slice(word);
+                            self.scalar_long = false;
+                            self.emit_scalar(base + i as u64, sink);
+                            state = after_value!();
+                        } else {
+                            state = State::Lit(word, matched);
+                        }
+                        continue;
+                    }
+                    _ => unreachable!("structural states are handled below"),
                 }
-                _ => {}
             }
             // Structural states: skip whitespace first.
             let mut b = chunk[i];
@@ -369,8 +430,13 @@ impl Scanner {
                         b'{' => {
                             self.push(Kind::Object);
                             sink.begin(Kind::Object, at);
-                            state = State::KeyOrEnd;
                             i += 1;
+                            // Its first key, when it follows at once.
+                            state = if i < n && chunk[i] == b'"' {
+                                key!()
+                            } else {
+                                State::KeyOrEnd
+                            };
                         }
                         b'[' => {
                             self.push(Kind::Array);
@@ -390,7 +456,7 @@ impl Scanner {
                                         base + end as u64,
                                     );
                                     i = end;
-                                    state = after_value!();
+                                    state = next!();
                                 }
                                 Some(Err(k)) => fail!(i + 1 + k),
                                 None => {
@@ -440,7 +506,7 @@ impl Scanner {
                                 at,
                                 base + i as u64,
                             );
-                            state = after_value!();
+                            state = next!();
                         }
                         b't' | b'f' | b'n' => {
                             self.scalar_at = at;
@@ -457,7 +523,7 @@ impl Scanner {
                                 }
                                 i += word.len();
                                 sink.scalar(Some(word), at, base + i as u64);
-                                state = after_value!();
+                                state = next!();
                             } else {
                                 state = State::Lit(word, 1);
                                 i += 1;
@@ -477,21 +543,7 @@ impl Scanner {
                     if b != b'"' {
                         fail!(i);
                     }
-                    self.key = true;
-                    match whole_string(&chunk[i + 1..]) {
-                        Some(Ok(j)) => {
-                            let end = i + j + 2;
-                            sink.string(true, at, &chunk[i + 1..i + 1 + j], base + end as u64);
-                            i = end;
-                            state = State::Colon;
-                        }
-                        Some(Err(k)) => fail!(i + 1 + k),
-                        None => {
-                            sink.str_begin(true, at);
-                            state = State::Str;
-                            i += 1;
-                        }
-                    }
+                    state = key!();
                 }
                 State::Colon => {
                     if b != b':' {
@@ -506,12 +558,24 @@ impl Scanner {
                     }
                     let object = self.top_is_object();
                     match (b, object) {
-                        (b',', true) => state = State::Key,
+                        (b',', true) => {
+                            // A member's key most often follows its comma
+                            // at once: read here, not on another turn.
+                            i += 1;
+                            state = if i < n && chunk[i] == b'"' {
+                                key!()
+                            } else {
+                                State::Key
+                            };
+                            continue;
+                        }
                         (b',', false) => state = State::Value,
                         (b'}', true) | (b']', false) => {
                             self.depth -= 1;
                             sink.end(at + 1);
-                            state = after_value!();
+                            i += 1;
+                            state = next!();
+                            continue;
                         }
                         _ => fail!(i),
                     }
@@ -665,6 +729,46 @@ mod tests {
         assert!(want.starts_with("{@1 key@2:a@5 [@7 1@8-9 -2.5e+3@11-18 true@20-24"));
         for chunk in 1..doc.len() {
             assert_eq!(scan(doc, chunk), (want.clone(), Ok(())), "chunk {chunk}");
+        }
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        /// Near-JSON from JSON's own bytes (and well-formed documents
+        /// among them): accepted exactly when serde_json accepts it, with
+        /// the same error offset in every chunking, and the same tokens and
+        /// offsets when accepted.
+        #[test]
+        fn accepts_what_serde_json_accepts_in_every_chunking(
+            input in proptest::prop_oneof![
+                proptest::collection::vec(
+                    proptest::sample::select(b"{}[],:\"ab1-.eE+0 \ntfrulsn\\".to_vec()),
+                    0..40,
+                ),
+                proptest::collection::vec(
+                    proptest::sample::select(vec![
+                        &b"{"[..], b"}", b"[", b"]", b",", b":", b"\"k\"", b"\"v\\n\"",
+                        b"12", b"-0.5e3", b"true", b"null", b" ",
+                    ]),
+                    0..30,
+                ).prop_map(|parts| parts.concat()),
+            ]
+        ) {
+            let (want, r) = scan(&input, input.len().max(1));
+            let serde = serde_json::from_slice::<serde::de::IgnoredAny>(&input).is_ok();
+            prop_assert_eq!(r.is_ok(), serde, "{:?}", String::from_utf8_lossy(&input));
+            for chunk in [1, 2, 3, 7] {
+                let (got, e) = scan(&input, chunk);
+                prop_assert_eq!(e, r, "chunk {}", chunk);
+                // The tokens before an error are not used (the document is
+                // not JSON); a whole string is reported at once or in parts.
+                if r.is_ok() {
+                    prop_assert_eq!(&got, &want, "chunk {}", chunk);
+                }
+            }
         }
     }
 
