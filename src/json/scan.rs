@@ -643,7 +643,7 @@ static SPECIAL: [bool; 256] = {
 /// The first quote, backslash or control byte in `s`. Most strings in a
 /// document are short (names, ids): a table lookup a byte finds their end
 /// before a vectorized search would have started.
-#[inline]
+#[inline(always)]
 fn find_special(s: &[u8]) -> Option<usize> {
     let head = &s[..s.len().min(32)];
     if let Some(i) = head.iter().position(|&b| SPECIAL[usize::from(b)]) {
@@ -666,7 +666,7 @@ fn find_special(s: &[u8]) -> Option<usize> {
 /// A string's content that ends in this chunk with no escape: `Ok(len)`
 /// (the closing quote at `len`), `Err(at)` for a control byte, `None` when it
 /// has an escape or runs past the chunk (the byte-wise path takes it).
-#[inline]
+#[inline(always)]
 fn whole_string(s: &[u8]) -> Option<Result<usize, usize>> {
     let j = find_special(s)?;
     match s[j] {
