@@ -242,14 +242,22 @@ impl Scanner {
                 }
             }};
         }
+        // The state after a value ends.
+        macro_rules! after_value {
+            () => {{
+                if self.depth == 0 {
+                    self.done = true;
+                }
+                State::After
+            }};
+        }
         // The state after a value that ends just before `i`: past the
         // comma (and the next member's key) when the comma follows at once.
         macro_rules! next {
             () => {{
-                if self.depth == 0 {
-                    self.done = true;
-                    State::After
-                } else if i < n && chunk[i] == b',' {
+                if self.depth == 0 || i == n || chunk[i] != b',' {
+                    after_value!()
+                } else {
                     i += 1;
                     if !self.top_is_object() {
                         State::Value
@@ -258,18 +266,7 @@ impl Scanner {
                     } else {
                         State::Key
                     }
-                } else {
-                    State::After
                 }
-            }};
-        }
-        // The state after a value ends.
-        macro_rules! after_value {
-            () => {{
-                if self.depth == 0 {
-                    self.done = true;
-                }
-                State::After
             }};
         }
         while i < n {

@@ -85,16 +85,21 @@ class Proxy:
                 continue
             with self.lock:
                 self.conns += [c, u]
-            for a, b in ((c, u), (u, c)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            for a, b, seen in ((c, u, self.sent), (u, c, None)):
+                threading.Thread(target=self._pipe, args=(a, b, seen), daemon=True).start()
+
+    def sent(self, data: bytes) -> None:
+        """Called with what the client sends, before the server gets it."""
 
     @staticmethod
-    def _pipe(a: socket.socket, b: socket.socket) -> None:
+    def _pipe(a: socket.socket, b: socket.socket, seen) -> None:
         try:
             while True:
                 data = a.recv(1 << 16)
                 if not data:
                     break
+                if seen is not None:
+                    seen(data)
                 b.sendall(data)
         except OSError:
             pass

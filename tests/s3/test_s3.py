@@ -5,9 +5,7 @@ import hashlib
 import json
 import os
 import random
-import socket
 import subprocess
-import threading
 import time
 import urllib.parse
 from pathlib import Path
@@ -433,38 +431,13 @@ class CompletionGate(Proxy):
         self.before = before
         self.completions: list[str] = []
 
-    def _accept(self, ls) -> None:
-        while True:
-            try:
-                c, _ = ls.accept()
-            except OSError:
-                return
-            u = socket.create_connection(("127.0.0.1", self.target))
-            with self.lock:
-                self.conns += [c, u]
-            threading.Thread(target=self._gate, args=(c, u), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(u, c), daemon=True).start()
-
-    def _gate(self, c, u) -> None:
-        try:
-            while True:
-                data = c.recv(1 << 16)
-                if not data:
-                    break
-                line = data.split(b"\r\n", 1)[0].decode("latin-1")
-                if line.startswith("POST ") and "uploadId=" in line:
-                    path = line.split(" ")[1].split("?")[0]
-                    key = urllib.parse.unquote(path.split("/", 2)[2])
-                    self.completions.append(key)
-                    self.before(key)
-                u.sendall(data)
-        except OSError:
-            pass
-        for s in (c, u):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+    def sent(self, data: bytes) -> None:
+        line = data.split(b"\r\n", 1)[0].decode("latin-1")
+        if line.startswith("POST ") and "uploadId=" in line:
+            path = line.split(" ")[1].split("?")[0]
+            key = urllib.parse.unquote(path.split("/", 2)[2])
+            self.completions.append(key)
+            self.before(key)
 
 
 def apply_file(bucket, env, path: Path, *flags) -> dict:

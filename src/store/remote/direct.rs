@@ -20,7 +20,7 @@ use object_store::aws::AwsAuthorizer;
 use object_store::client::{HttpConnector, HttpRequestBody, ReqwestConnector};
 use object_store::multipart::{MultipartStore, PartId};
 use object_store::path::Path as Key;
-use object_store::{ObjectStoreExt, PutPayload};
+use object_store::PutPayload;
 
 use super::uploads::{elements, encode};
 use super::{Listing, Remote};
@@ -90,39 +90,22 @@ impl Listing {
         }
         url
     }
-
-    /// The bucket's URL.
-    pub(super) fn base(&self, bucket: &str) -> String {
-        match &self.endpoint {
-            Some(e) => format!("{}/{bucket}", e.trim_end_matches('/')),
-            None => format!("https://{bucket}.s3.{}.amazonaws.com", self.region),
-        }
-    }
 }
 
 impl Remote {
-    /// Whether a whole content of `len` stored bytes goes to its key as a
-    /// multipart upload: more than [`PARTS_FROM`], and an S3 to send it to (a
-    /// client given for tests has no signed requests of ours).
-    pub(super) fn sends_in_parts(&self, len: usize) -> bool {
-        self.listing.is_some() && len > PARTS_FROM
-    }
-
-    /// Creates `key` with `bytes` unless it exists, in parts of
-    /// [`super::upload::PART`]: `Ok(false)` when an object was there.
-    /// Whatever happens, no upload is left behind by a living writer.
-    pub(super) fn multipart_create(&self, key: &Key, bytes: Bytes) -> Result<bool, StoreError> {
-        let Some(l) = &self.listing else {
-            return self.put_create(key, bytes);
-        };
-        let marker = self.temp_key_ending("copying");
-        let body = PutPayload::from(key.as_ref().as_bytes().to_vec());
-        self.block_on(self.client.put(&marker, body))
-            .map_err(|e| self.err("publish", &marker, e))?;
-        let out = self.upload_at(l, key, bytes);
-        // Left behind, it ages out like any temporary key.
-        let _ = self.delete(&marker);
-        out
+    /// Creates `key` with the whole content's stored `bytes` unless it
+    /// exists: `Ok(false)` when an object was there. Up to [`PARTS_FROM`]
+    /// (or over a client given for tests, which takes no signed requests of
+    /// ours) in one create-only `PUT`; past it in parts of
+    /// [`super::upload::PART`] at the key, whose upload a marker names for
+    /// as long as it lives.
+    pub(super) fn create_whole(&self, key: &Key, bytes: Bytes) -> Result<bool, StoreError> {
+        match &self.listing {
+            Some(l) if bytes.len() > PARTS_FROM => {
+                self.with_upload_marker(key, || self.upload_at(l, key, bytes))
+            }
+            _ => self.put_create(key, bytes),
+        }
     }
 
     fn upload_at(&self, l: &Listing, key: &Key, bytes: Bytes) -> Result<bool, StoreError> {

@@ -137,6 +137,17 @@ pub(crate) struct Listing {
     client_options: ClientOptions,
 }
 
+impl Listing {
+    /// The bucket's URL: path-style below the endpoint, or the bucket's
+    /// AWS host.
+    fn base(&self, bucket: &str) -> String {
+        match &self.endpoint {
+            Some(e) => format!("{}/{bucket}", e.trim_end_matches('/')),
+            None => format!("https://{bucket}.s3.{}.amazonaws.com", self.region),
+        }
+    }
+}
+
 /// The S3 client for `url` over `conn`.
 fn s3_client(
     url: &S3Url,
@@ -378,16 +389,28 @@ impl Remote {
     /// starts until after it ends; cleanup aborts an upload at an object's
     /// key only when no marker younger than the grace names it.
     fn copy_create(&self, from: &Key, to: &Key) -> Result<bool, StoreError> {
+        self.with_upload_marker(to, || {
+            let opts = CopyOptions::default().with_mode(CopyMode::Create);
+            match self.block_on(self.client.copy_opts(from, to, opts)) {
+                Ok(()) => Ok(true),
+                Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+                Err(e) => Err(self.err("publish", to, e)),
+            }
+        })
+    }
+
+    /// Runs `upload`, a multipart upload at the object key `to`, between
+    /// putting and removing the marker that names `to` for cleanup.
+    fn with_upload_marker<T>(
+        &self,
+        to: &Key,
+        upload: impl FnOnce() -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         let marker = self.temp_key_ending("copying");
         let body = PutPayload::from(to.as_ref().as_bytes().to_vec());
         self.block_on(self.client.put(&marker, body))
             .map_err(|e| self.err("publish", &marker, e))?;
-        let opts = CopyOptions::default().with_mode(CopyMode::Create);
-        let out = match self.block_on(self.client.copy_opts(from, to, opts)) {
-            Ok(()) => Ok(true),
-            Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
-            Err(e) => Err(self.err("publish", to, e)),
-        };
+        let out = upload();
         // Left behind, it ages out like any temporary key.
         let _ = self.delete(&marker);
         out

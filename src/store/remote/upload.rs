@@ -142,8 +142,8 @@ impl Upload {
             }
             let payload = Bytes::from(std::mem::take(&mut self.buf));
             for _ in 0..PUBLISH_TRIES {
-                let created = if self.single && remote.sends_in_parts(payload.len()) {
-                    remote.multipart_create(&dest, payload.clone())?
+                let created = if self.single {
+                    remote.create_whole(&dest, payload.clone())?
                 } else {
                     remote.put_create(&dest, payload.clone())?
                 };
