@@ -2,7 +2,9 @@
 //! allocation that would take the heap past the memory limit, and
 //! remembers that it did, so a failure is told apart as the memory limit
 //! even when the engine had no memory left to make an error of it (it then
-//! throws `null`).
+//! throws `null`). Once the run's deadline is marked passed it refuses
+//! every allocation (see `deadline`), without counting that as the memory
+//! limit.
 
 // The engine's allocator interface is raw pointers by nature: this module
 // only adds a count around the allocator the engine's bindings provide.
@@ -13,22 +15,29 @@ use std::sync::Arc;
 
 use rquickjs::allocator::{Allocator, RustAllocator};
 
+use crate::deadline::Deadline;
+
 pub(crate) struct Counted {
     limit: usize,
     used: usize,
     refused: Arc<AtomicBool>,
+    deadline: Arc<Deadline>,
 }
 
 impl Counted {
-    pub(crate) fn new(limit: usize, refused: Arc<AtomicBool>) -> Self {
+    pub(crate) fn new(limit: usize, refused: Arc<AtomicBool>, deadline: Arc<Deadline>) -> Self {
         Counted {
             limit,
             used: 0,
             refused,
+            deadline,
         }
     }
 
     fn fits(&self, more: usize) -> bool {
+        if self.deadline.marked() {
+            return false;
+        }
         let fits = self.used.checked_add(more).is_some_and(|n| n <= self.limit);
         if !fits {
             self.refused.store(true, Ordering::SeqCst);

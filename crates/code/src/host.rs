@@ -2,14 +2,16 @@
 //! stack of the stack limit), while the calling thread writes its logs
 //! into the spill stage and runs its nested calls on a bounded pool.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, TrySendError};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use spillway_registry::run_code::{CodeHost, CodeRunFailed, CodeValue, NestedCall};
+use spillway_registry::run_code::{CodeHost, CodeRunFailed, CodeValue, Limit, NestedCall};
 
+use crate::deadline::Deadline;
 use crate::limits::Limits;
-use crate::sandbox::{self, Completion, ToHost};
+use crate::sandbox::{self, Completion, Link, ToHost, Unsent};
 
 /// Room on the program's thread beyond the engine's stack limit: the
 /// engine's own C frames and the host functions it calls.
@@ -19,6 +21,23 @@ const STACK_ROOM: usize = 4 << 20;
 /// batches, at most 4 MiB of logs in flight.
 const QUEUE: usize = 64;
 
+/// How long past its deadline a program may take to stop before the host
+/// stops waiting for it and answers.
+const STRAGGLE: Duration = Duration::from_millis(500);
+
+/// Programs of this process left behind that have not stopped yet.
+static LEFT_BEHIND: AtomicUsize = AtomicUsize::new(0);
+
+/// The most programs left behind at once: past it, a new run is refused
+/// until one of them stops, so runaway programs cannot pile up.
+const MAX_LEFT_BEHIND: usize = 4;
+
+/// A program thread's fate: still running, ended (and joined), or left
+/// behind. Whichever of the thread and the host moves it first decides.
+const RUNNING: u8 = 0;
+const ENDED: u8 = 1;
+const LEFT: u8 = 2;
+
 /// SIGKILL, for the commands nested calls still run when the program ends.
 const SIGKILL: i32 = 9;
 
@@ -27,36 +46,68 @@ pub(crate) fn run(
     host: &mut CodeHost<'_>,
     limits: &Limits,
 ) -> Result<Option<CodeValue>, CodeRunFailed> {
+    let behind = LEFT_BEHIND.load(Ordering::SeqCst);
+    if behind >= MAX_LEFT_BEHIND {
+        return Err(CodeRunFailed::new(format!(
+            "{behind} earlier programs ran past their wall-time limit and have not stopped yet; run again when they have"
+        )));
+    }
+    let link = Link {
+        cancel: host.cancellation(),
+        // Set by a worker when a nested call's tool is gone: the run ends.
+        abort: Arc::new(sandbox::Abort::default()),
+        deadline: Arc::new(Deadline::after(limits.timeout())),
+        unsent: Arc::new(Mutex::new(Unsent::default())),
+    };
     let tools = host.tools().to_vec();
-    let cancel = host.cancellation();
-    // Set by a worker when a nested call's tool is gone: the run ends.
-    let abort = Arc::new(sandbox::Abort::default());
     let dispatcher = host.dispatcher();
     let (to_host, from_program) = mpsc::sync_channel::<ToHost>(QUEUE);
     // Values wait here until the program takes them; a full queue holds
     // the pool's workers back.
     let (done_tx, done_rx) = mpsc::sync_channel::<Completion>(limits.concurrency());
-    std::thread::scope(|s| {
-        let program = std::thread::Builder::new()
-            .name("run_code".into())
-            .stack_size(limits.stack() + STACK_ROOM)
-            .spawn_scoped(s, {
-                let abort = abort.clone();
-                move || sandbox::run(code, &tools, limits, cancel, &abort, to_host, done_rx)
-            });
-        let program = match program {
-            Ok(p) => p,
-            Err(e) => {
-                return Err(CodeRunFailed::new(format!(
-                    "cannot start the program's thread: {e}"
-                )))
+    // The program's thread owns what it uses: a program that does not stop
+    // at its deadline is left behind (see `STRAGGLE`), not waited for.
+    let fate = Arc::new(AtomicU8::new(RUNNING));
+    let program = std::thread::Builder::new()
+        .name("run_code".into())
+        .stack_size(limits.stack() + STACK_ROOM)
+        .spawn({
+            let (code, limits) = (code.to_owned(), limits.clone());
+            let (link, fate) = (link.clone(), fate.clone());
+            move || {
+                let r = sandbox::run(&code, &tools, &limits, &link, to_host, done_rx);
+                if fate
+                    .compare_exchange(RUNNING, ENDED, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_err()
+                {
+                    LEFT_BEHIND.fetch_sub(1, Ordering::SeqCst);
+                }
+                r
             }
-        };
+        });
+    let program = match program {
+        Ok(p) => p,
+        Err(e) => {
+            return Err(CodeRunFailed::new(format!(
+                "cannot start the program's thread: {e}"
+            )))
+        }
+    };
+    let left_behind = std::thread::scope(|s| {
         let (jobs_tx, jobs_rx) = mpsc::channel::<(u64, NestedCall)>();
         let jobs_rx = Arc::new(Mutex::new(jobs_rx));
         let idle = Arc::new(AtomicUsize::new(0));
         let mut workers = 0;
-        for msg in from_program {
+        let mut left_behind = false;
+        loop {
+            let msg = match next(&from_program, &link.deadline) {
+                Next::Msg(msg) => msg,
+                Next::Ended => break,
+                Next::Straggling => {
+                    left_behind = true;
+                    break;
+                }
+            };
             match msg {
                 ToHost::Logs(joined, lines) => host.log_lines(&joined, lines),
                 ToHost::Call { id, tool, args } => {
@@ -67,7 +118,7 @@ pub(crate) fn run(
                         workers += 1;
                         let (jobs, idle, done) = (jobs_rx.clone(), idle.clone(), done_tx.clone());
                         let d = dispatcher.clone();
-                        let abort = abort.clone();
+                        let (abort, deadline) = (link.abort.clone(), link.deadline.clone());
                         let spawned = std::thread::Builder::new()
                             .name("run_code-call".into())
                             .spawn_scoped(s, move || loop {
@@ -82,8 +133,7 @@ pub(crate) fn run(
                                 if let Some(why) = d.fatal() {
                                     abort.set(why);
                                 }
-                                // The program may have ended: nobody waits.
-                                let _ = done.send(Completion { id, result });
+                                deliver(&done, Completion { id, result }, &deadline);
                             });
                         if spawned.is_err() {
                             workers -= 1;
@@ -97,8 +147,115 @@ pub(crate) fn run(
         dispatcher.stop(SIGKILL);
         drop(jobs_tx);
         drop(done_tx);
-        program
-            .join()
-            .unwrap_or_else(|_| Err(CodeRunFailed::new("the runtime failed")))
-    })
+        left_behind
+    });
+    if left_behind && leave(&fate) {
+        // Its thread ends at the engine's next poll; nobody waits for it.
+        drop(program);
+        let (joined, lines) = last_logs(&from_program, &link.unsent);
+        host.log_lines(&joined, lines);
+        return Err(CodeRunFailed::limit(
+            Limit::WallTime,
+            format!(
+                "the program ran past its wall-time limit of {} s and did not stop within {} ms of it; it was left to stop on its own",
+                limits.timeout().as_secs_f64(),
+                STRAGGLE.as_millis()
+            ),
+        ));
+    }
+    program
+        .join()
+        .unwrap_or_else(|_| Err(CodeRunFailed::new("the runtime failed")))
+}
+
+/// The logs a program left behind printed and the host has not taken:
+/// the batches on their way, then what it had not sent, in order. Later
+/// lines are dropped.
+fn last_logs(from_program: &mpsc::Receiver<ToHost>, unsent: &Mutex<Unsent>) -> (Vec<u8>, u64) {
+    let (mut joined, mut lines) = (Vec::new(), 0);
+    let mut take = |batch: Vec<u8>, n: u64| {
+        if n > 0 {
+            if lines > 0 {
+                joined.push(b'\n');
+            }
+            joined.extend_from_slice(&batch);
+            lines += n;
+        }
+    };
+    loop {
+        // A batch is sent under the lock: draining the queue lets a
+        // program blocked on a full queue let go of it.
+        while let Ok(msg) = from_program.try_recv() {
+            if let ToHost::Logs(batch, n) = msg {
+                take(batch, n);
+            }
+        }
+        if let Ok(mut u) = unsent.try_lock() {
+            let (batch, n) = u.close();
+            take(batch, n);
+            break;
+        }
+        std::thread::yield_now();
+    }
+    while let Ok(msg) = from_program.try_recv() {
+        if let ToHost::Logs(batch, n) = msg {
+            take(batch, n);
+        }
+    }
+    (joined, lines)
+}
+
+/// Counts the program left behind, unless it ended just now (then the
+/// caller joins it as usual).
+fn leave(fate: &AtomicU8) -> bool {
+    LEFT_BEHIND.fetch_add(1, Ordering::SeqCst);
+    let left = fate
+        .compare_exchange(RUNNING, LEFT, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok();
+    if !left {
+        LEFT_BEHIND.fetch_sub(1, Ordering::SeqCst);
+    }
+    left
+}
+
+/// Hands a nested call's value to the program, waiting while its queue is
+/// full. A program that ended takes nothing; past its deadline it takes
+/// nothing more, so a worker never waits on a program left behind.
+fn deliver(done: &mpsc::SyncSender<Completion>, mut c: Completion, deadline: &Deadline) {
+    loop {
+        match done.try_send(c) {
+            Ok(()) | Err(TrySendError::Disconnected(_)) => return,
+            Err(TrySendError::Full(_)) if deadline.marked() => return,
+            Err(TrySendError::Full(back)) => {
+                c = back;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+}
+
+/// What the host's loop takes next from the program.
+enum Next {
+    Msg(ToHost),
+    /// The program's thread ended (it dropped its sender).
+    Ended,
+    /// It is still running [`STRAGGLE`] past its deadline.
+    Straggling,
+}
+
+/// The next message, marking the deadline passed when it comes.
+fn next(from_program: &mpsc::Receiver<ToHost>, deadline: &Deadline) -> Next {
+    loop {
+        let until = if deadline.marked() {
+            deadline.at() + STRAGGLE
+        } else {
+            deadline.at()
+        };
+        match from_program.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            Ok(msg) => return Next::Msg(msg),
+            Err(RecvTimeoutError::Disconnected) => return Next::Ended,
+            Err(RecvTimeoutError::Timeout) if deadline.marked() => return Next::Straggling,
+            Err(RecvTimeoutError::Timeout) => deadline.pass(),
+        }
+    }
 }

@@ -13,7 +13,10 @@
 //! environment, `require` or `import`; only `tools`, `print`, `console`,
 //! `setTimeout`/`clearTimeout` and the standard built-ins. A run past a
 //! limit fails with `CODE_RUN_FAILED` naming the limit, after the logs it
-//! printed; the host is unaffected and the next run starts clean.
+//! printed; the host is unaffected and the next run starts clean. The call
+//! answers within half a second of its wall-time limit: a program stuck
+//! in one long built-in call then is left to stop on its own thread (at
+//! most four at once; while four are, a run is refused).
 //!
 //! Nested calls a program starts together (`Promise.all`) run at once on a
 //! pool of [`Limits::concurrency`] threads; they are numbered in the order
@@ -46,6 +49,7 @@
 #![deny(unsafe_code)]
 
 mod alloc;
+mod deadline;
 mod host;
 mod limits;
 mod sandbox;

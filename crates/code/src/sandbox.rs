@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rquickjs::context::EvalOptions;
@@ -21,6 +21,7 @@ use rquickjs::{Array, Context, Ctx, Exception, Function, Promise, Runtime, Value
 use spillway_registry::run_code::{Callable, CodeRunFailed, CodeValue, Limit, NestedValue};
 
 use crate::alloc::Counted;
+use crate::deadline::Deadline;
 use crate::limits::Limits;
 
 /// What the program's thread asks of the host.
@@ -79,34 +80,71 @@ const WRAP_HEAD: &str = "(async function () {";
 const WRAP_TAIL: &str =
     "\n})().then((v) => (typeof v === \"string\" && !v.isWellFormed() ? v.toWellFormed() : v))";
 
-/// Logs on their way to the host: lines joined by `\n`, sent in one
-/// message when they reach [`LOG_BATCH`] bytes or the program waits.
-struct Logs {
+/// Logs printed and not yet sent: lines joined by `\n`, and how many. The
+/// host takes what is left here from a program it leaves behind.
+#[derive(Default)]
+pub(crate) struct Unsent {
     joined: Vec<u8>,
     lines: u64,
+    /// Set when the host took the rest: later lines go nowhere.
+    closed: bool,
+}
+
+impl Unsent {
+    /// What is left, as one batch; nothing is taken after this.
+    pub(crate) fn close(&mut self) -> (Vec<u8>, u64) {
+        self.closed = true;
+        (
+            std::mem::take(&mut self.joined),
+            std::mem::take(&mut self.lines),
+        )
+    }
+}
+
+/// Logs on their way to the host, sent in one message when they reach
+/// [`LOG_BATCH`] bytes or the program waits. A batch is sent while the
+/// lock is held, so batches and what is left stay in order.
+struct Logs {
+    unsent: Arc<Mutex<Unsent>>,
     to_host: SyncSender<ToHost>,
 }
 
 impl Logs {
     fn push(&mut self, line: &str) {
-        if self.lines > 0 {
-            self.joined.push(b'\n');
+        let mut u = lock(&self.unsent);
+        if u.closed {
+            return;
         }
-        self.joined.extend_from_slice(line.as_bytes());
-        self.lines += 1;
-        if self.joined.len() >= LOG_BATCH {
-            self.flush();
+        if u.lines > 0 {
+            u.joined.push(b'\n');
+        }
+        u.joined.extend_from_slice(line.as_bytes());
+        u.lines += 1;
+        if u.joined.len() >= LOG_BATCH {
+            self.send(&mut u);
         }
     }
 
     fn flush(&mut self) {
-        if self.lines > 0 {
-            let joined = std::mem::replace(&mut self.joined, Vec::with_capacity(LOG_BATCH + 1024));
+        let mut u = lock(&self.unsent);
+        self.send(&mut u);
+    }
+
+    fn send(&self, u: &mut Unsent) {
+        if u.lines > 0 {
+            let joined = std::mem::replace(&mut u.joined, Vec::with_capacity(LOG_BATCH + 1024));
             // The host stops taking messages only when the run is over.
-            let _ = self.to_host.send(ToHost::Logs(joined, self.lines));
-            self.lines = 0;
+            let _ = self.to_host.send(ToHost::Logs(joined, u.lines));
+            u.lines = 0;
         }
     }
+}
+
+/// The lock of what is unsent; a panic elsewhere leaves its data whole.
+fn lock(unsent: &Mutex<Unsent>) -> std::sync::MutexGuard<'_, Unsent> {
+    unsent
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The loop's state that the program's host functions share.
@@ -120,43 +158,59 @@ struct Shared<'js> {
     next_timer: u32,
 }
 
+/// What the host and the program's thread share besides their channels:
+/// the call's cancellation, why the run must end, when, and the logs not
+/// yet sent.
+#[derive(Clone)]
+pub(crate) struct Link {
+    pub(crate) cancel: Arc<AtomicUsize>,
+    pub(crate) abort: Arc<Abort>,
+    pub(crate) deadline: Arc<Deadline>,
+    pub(crate) unsent: Arc<Mutex<Unsent>>,
+}
+
 /// Runs `code` to its result. The caller's thread has a stack of the
 /// stack limit and room to spare.
 pub(crate) fn run(
     code: &str,
     tools: &[Callable],
     limits: &Limits,
-    cancel: Arc<AtomicUsize>,
-    abort: &Arc<Abort>,
+    link: &Link,
     to_host: SyncSender<ToHost>,
     done: Receiver<Completion>,
 ) -> Result<Option<CodeValue>, CodeRunFailed> {
-    let deadline = Instant::now() + limits.timeout();
+    let Link {
+        cancel,
+        abort,
+        deadline,
+        unsent,
+    } = link;
     let engine = |e: rquickjs::Error| CodeRunFailed::new(format!("the engine failed: {e}"));
     // The engine's heap is counted by its allocator, which refuses past
     // the limit and remembers it did.
     let refused = Arc::new(AtomicBool::new(false));
-    let rt =
-        Runtime::new_with_alloc(Counted::new(limits.memory(), refused.clone())).map_err(engine)?;
+    let rt = Runtime::new_with_alloc(Counted::new(
+        limits.memory(),
+        refused.clone(),
+        deadline.clone(),
+    ))
+    .map_err(engine)?;
     rt.set_max_stack_size(limits.stack());
-    let (stop, aborted) = (cancel.clone(), abort.clone());
+    let (stop, aborted, due) = (cancel.clone(), abort.clone(), deadline.clone());
     rt.set_interrupt_handler(Some(Box::new(move || {
-        stop.load(Ordering::Relaxed) != 0
-            || aborted.set.load(Ordering::Relaxed)
-            || Instant::now() >= deadline
+        stop.load(Ordering::Relaxed) != 0 || aborted.set.load(Ordering::Relaxed) || due.passed()
     })));
     let ctx = Context::full(&rt).map_err(engine)?;
     let logs = Rc::new(RefCell::new(Logs {
-        joined: Vec::with_capacity(LOG_BATCH + 1024),
-        lines: 0,
+        unsent: unsent.clone(),
         to_host: to_host.clone(),
     }));
     let run = Run {
         abort,
         refused: &refused,
         limits,
-        deadline,
-        cancel: &cancel,
+        deadline: deadline.at(),
+        cancel,
         to_host: &to_host,
         done: &done,
     };

@@ -573,6 +573,60 @@ fn a_timer_past_the_limit_or_a_promise_never_settled_ends_the_run() {
 }
 
 #[test]
+fn a_costly_built_in_in_every_turn_of_a_loop_ends_at_the_wall_time_limit() {
+    // The engine polls its interrupt only every ten thousand turns: a
+    // megabyte string made in every turn once ran seconds past the limit.
+    let h = limited(|l| {
+        l.timeout(Duration::from_millis(300));
+        l.memory(8 << 20);
+    });
+    for code in [
+        "let v = []; for (let i = 0; i < 1e5; i++) v = [v], 'x'.repeat(1e6)",
+        "for (;;) 'x'.repeat(1e6)",
+        "for (;;) { try { 'x'.repeat(1e6) } catch (e) {} }",
+        "const a = []; for (;;) { try { a.push(JSON.stringify(new Array(1e4).fill('x'))) } catch (e) {} }",
+    ] {
+        let t = Instant::now();
+        let r = run(&h, "c1", code);
+        assert_limit(&r, t, 0.3, "wall-time limit of 0.3 s");
+        assert!(!text(&r).contains("left to stop"), "{code}: {}", text(&r));
+    }
+    next_run_works(&h);
+}
+
+#[test]
+fn a_program_that_does_not_stop_at_its_limit_is_left_behind_and_the_call_answers() {
+    let h = limited(|l| {
+        l.timeout(Duration::from_millis(300));
+    });
+    // One built-in call of some seconds, in which the engine never looks
+    // at its clock: a naive search of 50,000 characters in 100,000. Before
+    // it, 200 KiB of logs: batches sent, and lines not sent yet.
+    let t = Instant::now();
+    let r = run(
+        &h,
+        "c1",
+        "for (let i = 0; i < 3000; i++) print('line ' + i + ' ' + 'x'.repeat(60));\n\
+         const s = 'a'.repeat(1e5), p = 'a'.repeat(5e4) + 'b'; return s.indexOf(p);",
+    );
+    assert_limit(&r, t, 0.3, "did not stop within 500 ms of it");
+    assert!(text(&r).starts_with("line 0 "), "{}", text(&r));
+    let full = h
+        .registry
+        .store()
+        .read(&r.meta.spills[0], &Selection::All)
+        .unwrap();
+    let full = String::from_utf8(full).unwrap();
+    let lines: Vec<&str> = full.lines().collect();
+    assert_eq!(lines.len(), 3001, "{}", lines[lines.len() - 1]);
+    for (i, l) in lines[..3000].iter().enumerate() {
+        assert_eq!(*l, format!("line {i} {}", "x".repeat(60)));
+    }
+    assert!(lines[3000].contains("left to stop on its own"));
+    next_run_works(&h);
+}
+
+#[test]
 fn a_memory_bomb_ends_at_the_memory_limit() {
     let h = harness();
     let t = Instant::now();
