@@ -2,9 +2,9 @@
 //! allocation that would take the heap past the memory limit, and
 //! remembers that it did, so a failure is told apart as the memory limit
 //! even when the engine had no memory left to make an error of it (it then
-//! throws `null`). Once the run's deadline is marked passed it refuses
-//! every allocation (see `deadline`), without counting that as the memory
-//! limit.
+//! throws `null`). Once the run is marked over (its deadline came, or the
+//! call was cancelled) it refuses every allocation (see `deadline`),
+//! without counting that as the memory limit.
 
 // The engine's allocator interface is raw pointers by nature: this module
 // only adds a count around the allocator the engine's bindings provide.
@@ -35,7 +35,7 @@ impl Counted {
     }
 
     fn fits(&self, more: usize) -> bool {
-        if self.deadline.marked() {
+        if self.deadline.over() {
             return false;
         }
         let fits = self.used.checked_add(more).is_some_and(|n| n <= self.limit);

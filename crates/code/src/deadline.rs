@@ -4,17 +4,18 @@
 //! The engine polls its interrupt handler only every ten thousand jumps
 //! or calls, so a loop whose every turn is one costly built-in (a
 //! megabyte `repeat`, a long `indexOf`) would run for seconds past its
-//! limit. The host marks the deadline passed the moment it comes; from
-//! then on the allocator refuses every allocation, so such a turn fails at
-//! once and the poll comes soon. A program that still does not stop is
-//! left to stop on its own (see `host`).
+//! limit. The host marks the run over the moment the deadline comes (or
+//! the call is cancelled); from then on the allocator refuses every
+//! allocation, so such a turn fails at once and the poll comes soon. A
+//! program that still does not stop is left to stop on its own (see
+//! `host`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 pub(crate) struct Deadline {
     at: Instant,
-    passed: AtomicBool,
+    over: AtomicBool,
 }
 
 impl Deadline {
@@ -22,7 +23,7 @@ impl Deadline {
     pub(crate) fn after(timeout: Duration) -> Self {
         Deadline {
             at: Instant::now() + timeout,
-            passed: AtomicBool::new(false),
+            over: AtomicBool::new(false),
         }
     }
 
@@ -30,18 +31,19 @@ impl Deadline {
         self.at
     }
 
-    /// Marks the deadline passed (the host's clock saw it).
+    /// Marks the run over: the host saw the deadline come, or the call
+    /// cancelled.
     pub(crate) fn pass(&self) {
-        self.passed.store(true, Ordering::SeqCst);
+        self.over.store(true, Ordering::SeqCst);
     }
 
-    /// Whether it was marked passed: one load, for the allocator.
-    pub(crate) fn marked(&self) -> bool {
-        self.passed.load(Ordering::Relaxed)
+    /// Whether the run was marked over: one load, for the allocator.
+    pub(crate) fn over(&self) -> bool {
+        self.over.load(Ordering::Relaxed)
     }
 
-    /// Whether it has passed, by the mark or by the clock.
+    /// Whether the deadline has passed, by the mark or by the clock.
     pub(crate) fn passed(&self) -> bool {
-        self.marked() || Instant::now() >= self.at
+        self.over() || Instant::now() >= self.at
     }
 }

@@ -21,9 +21,12 @@ const STACK_ROOM: usize = 4 << 20;
 /// batches, at most 4 MiB of logs in flight.
 const QUEUE: usize = 64;
 
-/// How long past its deadline a program may take to stop before the host
-/// stops waiting for it and answers.
+/// How long after its deadline (or the call's cancellation) a program may
+/// take to stop before the host stops waiting for it and answers.
 const STRAGGLE: Duration = Duration::from_millis(500);
+
+/// The host sees a cancellation within this long.
+const CANCEL_SEEN: Duration = Duration::from_millis(50);
 
 /// Programs of this process left behind that have not stopped yet.
 static LEFT_BEHIND: AtomicUsize = AtomicUsize::new(0);
@@ -99,8 +102,12 @@ pub(crate) fn run(
         let idle = Arc::new(AtomicUsize::new(0));
         let mut workers = 0;
         let mut left_behind = false;
+        let mut watch = Watch {
+            link: &link,
+            over_at: None,
+        };
         loop {
-            let msg = match next(&from_program, &link.deadline) {
+            let msg = match watch.next(&from_program) {
                 Next::Msg(msg) => msg,
                 Next::Ended => break,
                 Next::Straggling => {
@@ -154,12 +161,20 @@ pub(crate) fn run(
         drop(program);
         let (joined, lines) = last_logs(&from_program, &link.unsent);
         host.log_lines(&joined, lines);
+        let left = format!(
+            "did not stop within {} ms; it was left to stop on its own",
+            STRAGGLE.as_millis()
+        );
+        if link.cancel.load(Ordering::SeqCst) != 0 {
+            return Err(CodeRunFailed::new(format!(
+                "the call was cancelled and the program {left}"
+            )));
+        }
         return Err(CodeRunFailed::limit(
             Limit::WallTime,
             format!(
-                "the program ran past its wall-time limit of {} s and did not stop within {} ms of it; it was left to stop on its own",
+                "the program ran past its wall-time limit of {} s and {left}",
                 limits.timeout().as_secs_f64(),
-                STRAGGLE.as_millis()
             ),
         ));
     }
@@ -219,13 +234,13 @@ fn leave(fate: &AtomicU8) -> bool {
 }
 
 /// Hands a nested call's value to the program, waiting while its queue is
-/// full. A program that ended takes nothing; past its deadline it takes
+/// full. A program that ended takes nothing; once its run is over it takes
 /// nothing more, so a worker never waits on a program left behind.
 fn deliver(done: &mpsc::SyncSender<Completion>, mut c: Completion, deadline: &Deadline) {
     loop {
         match done.try_send(c) {
             Ok(()) | Err(TrySendError::Disconnected(_)) => return,
-            Err(TrySendError::Full(_)) if deadline.marked() => return,
+            Err(TrySendError::Full(_)) if deadline.over() => return,
             Err(TrySendError::Full(back)) => {
                 c = back;
                 std::thread::sleep(Duration::from_millis(1));
@@ -239,23 +254,50 @@ enum Next {
     Msg(ToHost),
     /// The program's thread ended (it dropped its sender).
     Ended,
-    /// It is still running [`STRAGGLE`] past its deadline.
+    /// It is still running [`STRAGGLE`] after its run was over.
     Straggling,
 }
 
-/// The next message, marking the deadline passed when it comes.
-fn next(from_program: &mpsc::Receiver<ToHost>, deadline: &Deadline) -> Next {
-    loop {
-        let until = if deadline.marked() {
-            deadline.at() + STRAGGLE
-        } else {
-            deadline.at()
-        };
-        match from_program.recv_timeout(until.saturating_duration_since(Instant::now())) {
-            Ok(msg) => return Next::Msg(msg),
-            Err(RecvTimeoutError::Disconnected) => return Next::Ended,
-            Err(RecvTimeoutError::Timeout) if deadline.marked() => return Next::Straggling,
-            Err(RecvTimeoutError::Timeout) => deadline.pass(),
+/// The host's watch over a run: it marks the run over when the deadline
+/// comes or the call is cancelled, and gives up on the program
+/// [`STRAGGLE`] after.
+struct Watch<'a> {
+    link: &'a Link,
+    over_at: Option<Instant>,
+}
+
+impl Watch<'_> {
+    /// The next message from the program.
+    fn next(&mut self, from_program: &mpsc::Receiver<ToHost>) -> Next {
+        let deadline = &self.link.deadline;
+        loop {
+            let now = Instant::now();
+            if self.over_at.is_none() {
+                if now >= deadline.at() {
+                    self.over_at = Some(deadline.at());
+                } else if self.link.cancel.load(Ordering::SeqCst) != 0 {
+                    self.over_at = Some(now);
+                }
+                if self.over_at.is_some() {
+                    deadline.pass();
+                }
+            }
+            let until = match self.over_at {
+                Some(at) => at + STRAGGLE,
+                None => deadline.at().min(now + CANCEL_SEEN),
+            };
+            match from_program.recv_timeout(until.saturating_duration_since(now)) {
+                Ok(msg) => return Next::Msg(msg),
+                Err(RecvTimeoutError::Disconnected) => return Next::Ended,
+                Err(RecvTimeoutError::Timeout) => {
+                    if self
+                        .over_at
+                        .is_some_and(|at| Instant::now() >= at + STRAGGLE)
+                    {
+                        return Next::Straggling;
+                    }
+                }
+            }
         }
     }
 }

@@ -14,7 +14,8 @@
 //! `setTimeout`/`clearTimeout` and the standard built-ins. A run past a
 //! limit fails with `CODE_RUN_FAILED` naming the limit, after the logs it
 //! printed; the host is unaffected and the next run starts clean. The call
-//! answers within half a second of its wall-time limit: a program stuck
+//! answers within half a second of its wall-time limit or its
+//! cancellation: a program stuck
 //! in one long built-in call then is left to stop on its own thread (at
 //! most four at once; while four are, a run is refused).
 //!

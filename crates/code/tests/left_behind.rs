@@ -52,7 +52,8 @@ fn at_most_four_programs_are_left_behind_then_runs_are_refused_until_one_stops()
         "{}",
         text(&r)
     );
-    assert!(took < Duration::from_millis(100), "took {took:?}");
+    // Refused at once: no program started, no limit waited for.
+    assert!(took < Duration::from_secs(1), "took {took:?}");
     // They stop at the engine's next look at its clock.
     let until = Instant::now() + Duration::from_secs(120);
     loop {

@@ -609,7 +609,12 @@ fn a_program_that_does_not_stop_at_its_limit_is_left_behind_and_the_call_answers
         "for (let i = 0; i < 3000; i++) print('line ' + i + ' ' + 'x'.repeat(60));\n\
          const s = 'a'.repeat(1e5), p = 'a'.repeat(5e4) + 'b'; return s.indexOf(p);",
     );
-    assert_limit(&r, t, 0.3, "did not stop within 500 ms of it");
+    assert_limit(
+        &r,
+        t,
+        0.3,
+        "wall-time limit of 0.3 s and did not stop within 500 ms",
+    );
     assert!(text(&r).starts_with("line 0 "), "{}", text(&r));
     let full = h
         .registry
@@ -623,6 +628,49 @@ fn a_program_that_does_not_stop_at_its_limit_is_left_behind_and_the_call_answers
         assert_eq!(*l, format!("line {i} {}", "x".repeat(60)));
     }
     assert!(lines[3000].contains("left to stop on its own"));
+    next_run_works(&h);
+}
+
+#[test]
+fn a_cancelled_call_answers_at_once_even_when_its_program_does_not_stop() {
+    let h = harness();
+    let cases = [
+        // Stops at the cancellation: its allocations are refused.
+        ("for (;;) 'x'.repeat(1e6)", false),
+        // One long built-in call: left behind.
+        (
+            "const s = 'a'.repeat(1e5), p = 'a'.repeat(5e4) + 'b'; return s.indexOf(p);",
+            true,
+        ),
+    ];
+    for (code, left) in cases {
+        let signal = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let t = Instant::now();
+        let r = std::thread::scope(|s| {
+            let call = s.spawn(|| {
+                h.registry
+                    .call_with_signal(
+                        &ToolCall::new("c1", "run_code", json!({ "code": code })),
+                        signal.clone(),
+                    )
+                    .unwrap()
+            });
+            std::thread::sleep(Duration::from_millis(200));
+            signal.store(2, std::sync::atomic::Ordering::SeqCst);
+            call.join().unwrap()
+        });
+        let took = t.elapsed();
+        assert!(r.is_error);
+        assert!(text(&r).contains("the call was cancelled"), "{}", text(&r));
+        assert_eq!(
+            text(&r).contains("left to stop on its own"),
+            left,
+            "{}",
+            text(&r)
+        );
+        // The default limit is 30 s; the call answers within the grace.
+        assert!(took < Duration::from_millis(1500), "{code}: took {took:?}");
+    }
     next_run_works(&h);
 }
 
