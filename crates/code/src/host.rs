@@ -52,7 +52,7 @@ pub(crate) fn run(
     let behind = LEFT_BEHIND.load(Ordering::SeqCst);
     if behind >= MAX_LEFT_BEHIND {
         return Err(CodeRunFailed::new(format!(
-            "{behind} earlier programs ran past their wall-time limit and have not stopped yet; run again when they have"
+            "{behind} earlier programs did not stop at their wall-time limit or cancellation and still run; run again when one of them has stopped"
         )));
     }
     let link = Link {

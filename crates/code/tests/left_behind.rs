@@ -48,7 +48,7 @@ fn at_most_four_programs_are_left_behind_then_runs_are_refused_until_one_stops()
     let (r, took) = run(&registry, "return 1");
     assert!(r.is_error);
     assert!(
-        text(&r).contains("4 earlier programs ran past their wall-time limit"),
+        text(&r).contains("4 earlier programs did not stop at their wall-time limit"),
         "{}",
         text(&r)
     );
