@@ -13,7 +13,6 @@ default 5) and `SPILLWAY_RUNS` (mapped runs, default 5). Prints one
 Markdown table: the case, its baseline, both times, the ratio and the
 target, met (✓) or missed (✗).
 """
-import json
 import os
 import subprocess
 import sys
@@ -23,6 +22,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import mapped  # noqa: E402
+import ratios  # noqa: E402
 import s3  # noqa: E402
 
 SIZE = 64 << 20
@@ -30,9 +30,11 @@ CRITERION = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "
 
 
 def criterion_median(group, case):
-    path = os.path.join(CRITERION, group, case, str(SIZE), "new", "estimates.json")
-    with open(path) as f:
-        return json.load(f)["median"]["point_estimate"] / 1e9
+    """Seconds: the median of `case` at 64 MiB in criterion's `group`."""
+    ns = ratios.median_ns(os.path.join(CRITERION, group), case, SIZE)
+    if ns is None:
+        sys.exit(f"criterion saved no estimate for {group}/{case}/{SIZE}")
+    return ns / 1e9
 
 
 def stage_rows():

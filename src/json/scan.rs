@@ -127,6 +127,19 @@ impl Num {
             _ => return None,
         })
     }
+
+    /// Steps through as much of `bytes` as the number takes: the state
+    /// reached and how many bytes it took.
+    #[inline(always)]
+    fn run(mut self, bytes: &[u8]) -> (Num, usize) {
+        for (k, &b) in bytes.iter().enumerate() {
+            match self.step(b) {
+                Some(next) => self = next,
+                None => return (self, k),
+            }
+        }
+        (self, bytes.len())
+    }
 }
 
 /// The tokenizer.
@@ -343,16 +356,8 @@ impl Scanner {
                     }
                     State::Num(num) => {
                         let start = i;
-                        let mut num = num;
-                        while i < n {
-                            match num.step(chunk[i]) {
-                                Some(next) => {
-                                    num = next;
-                                    i += 1;
-                                }
-                                None => break,
-                            }
-                        }
+                        let (num, took) = num.run(&chunk[i..]);
+                        i += took;
                         self.take_scalar(&chunk[start..i]);
                         if i == n {
                             state = State::Num(num);
@@ -468,7 +473,7 @@ impl Scanner {
                             self.scalar_long = false;
                             self.scalar_at = at;
                             // A whole number inside the chunk: no state.
-                            let mut num = match b {
+                            let num = match b {
                                 b'-' => Num::Minus,
                                 b'0' => Num::Zero,
                                 _ => Num::Int,
@@ -480,15 +485,8 @@ impl Scanner {
                                     i += 1;
                                 }
                             }
-                            while i < n {
-                                match num.step(chunk[i]) {
-                                    Some(next) => {
-                                        num = next;
-                                        i += 1;
-                                    }
-                                    None => break,
-                                }
-                            }
+                            let (num, took) = num.run(&chunk[i..]);
+                            i += took;
                             if i == n {
                                 self.take_scalar(&chunk[start..i]);
                                 state = State::Num(num);

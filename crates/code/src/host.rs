@@ -159,8 +159,7 @@ pub(crate) fn run(
     if left_behind && leave(&fate) {
         // Its thread ends at the engine's next poll; nobody waits for it.
         drop(program);
-        let (joined, lines) = last_logs(&from_program, &link.unsent);
-        host.log_lines(&joined, lines);
+        last_logs(host, &from_program, &link.unsent);
         let left = format!(
             "did not stop within {} ms; it was left to stop on its own",
             STRAGGLE.as_millis()
@@ -183,41 +182,37 @@ pub(crate) fn run(
         .unwrap_or_else(|_| Err(CodeRunFailed::new("the runtime failed")))
 }
 
-/// The logs a program left behind printed and the host has not taken:
-/// the batches on their way, then what it had not sent, in order. Later
-/// lines are dropped.
-fn last_logs(from_program: &mpsc::Receiver<ToHost>, unsent: &Mutex<Unsent>) -> (Vec<u8>, u64) {
-    let (mut joined, mut lines) = (Vec::new(), 0);
-    let mut take = |batch: Vec<u8>, n: u64| {
-        if n > 0 {
-            if lines > 0 {
-                joined.push(b'\n');
+/// Writes the logs a program left behind printed and the host has not
+/// taken: the batches on their way, then what it had not sent, in order.
+/// Later lines are dropped.
+fn last_logs(
+    host: &mut CodeHost<'_>,
+    from_program: &mpsc::Receiver<ToHost>,
+    unsent: &Mutex<Unsent>,
+) {
+    let drain = |host: &mut CodeHost<'_>| {
+        while let Ok(msg) = from_program.try_recv() {
+            if let ToHost::Logs(batch, n) = msg {
+                host.log_lines(&batch, n);
             }
-            joined.extend_from_slice(&batch);
-            lines += n;
         }
     };
     loop {
         // A batch is sent under the lock: draining the queue lets a
         // program blocked on a full queue let go of it.
-        while let Ok(msg) = from_program.try_recv() {
-            if let ToHost::Logs(batch, n) = msg {
-                take(batch, n);
-            }
-        }
+        drain(host);
         if let Ok(mut u) = unsent.try_lock() {
+            // Every batch sent before the lock was taken is queued now, and
+            // comes before what was never sent.
+            drain(host);
             let (batch, n) = u.close();
-            take(batch, n);
-            break;
+            if n > 0 {
+                host.log_lines(&batch, n);
+            }
+            return;
         }
         std::thread::yield_now();
     }
-    while let Ok(msg) = from_program.try_recv() {
-        if let ToHost::Logs(batch, n) = msg {
-            take(batch, n);
-        }
-    }
-    (joined, lines)
 }
 
 /// Counts the program left behind, unless it ended just now (then the

@@ -14,10 +14,10 @@
 //! `setTimeout`/`clearTimeout` and the standard built-ins. A run past a
 //! limit fails with `CODE_RUN_FAILED` naming the limit, after the logs it
 //! printed; the host is unaffected and the next run starts clean. The call
-//! answers within half a second of its wall-time limit or its
-//! cancellation: a program stuck
-//! in one long built-in call then is left to stop on its own thread (at
-//! most four at once; while four are, a run is refused).
+//! answers within half a second of its wall-time limit, or of its
+//! cancellation (seen within 50 ms): a program stuck in one long built-in
+//! call then is left to stop on its own thread (at most four at once;
+//! while four are, a run is refused).
 //!
 //! Nested calls a program starts together (`Promise.all`) run at once on a
 //! pool of [`Limits::concurrency`] threads; they are numbered in the order

@@ -132,6 +132,14 @@ fn text(r: &ToolResult) -> &str {
     r.content[0].as_text().unwrap()
 }
 
+/// The whole output a result stored.
+fn stored(h: &Harness, r: &ToolResult) -> Vec<u8> {
+    h.registry
+        .store()
+        .read(&r.meta.spills[0], &Selection::All)
+        .unwrap()
+}
+
 fn events(h: &Harness) -> Vec<Event> {
     replay_file(&h.dir.path().join("session.jsonl"))
         .unwrap()
@@ -193,11 +201,7 @@ fn a_spilled_result_is_bounded_and_stored_whole() {
     );
     assert!(!r.is_error);
     assert!(text(&r).len() <= 4096, "{}", text(&r).len());
-    let full = h
-        .registry
-        .store()
-        .read(&r.meta.spills[0], &Selection::All)
-        .unwrap();
+    let full = stored(&h, &r);
     let v: Value = serde_json::from_slice(&full).unwrap();
     assert_eq!(v.as_array().unwrap().len(), 5000);
     assert_eq!(v[2500], json!({"id": 2500, "ok": false}));
@@ -454,11 +458,7 @@ fn a_flood_of_prints_is_bounded_and_stored_whole() {
     assert!(t.len() <= 4096);
     assert!(t.starts_with("progress line 0\n"));
     assert!(t.ends_with("error: the last line matters"), "{t}");
-    let full = h
-        .registry
-        .store()
-        .read(&r.meta.spills[0], &Selection::All)
-        .unwrap();
+    let full = stored(&h, &r);
     assert_eq!(full.iter().filter(|&&b| b == b'\n').count(), 200_000);
 }
 
@@ -493,12 +493,7 @@ fn outputs_at_and_just_over_the_budget() {
             t.starts_with("line 00000 ") && t.ends_with("\ndone"),
             "{factor}: {t}"
         );
-        let stored = h
-            .registry
-            .store()
-            .read(&r.meta.spills[0], &Selection::All)
-            .unwrap();
-        assert_eq!(stored, full.as_bytes(), "{factor}");
+        assert_eq!(stored(&h, &r), full.as_bytes(), "{factor}");
         // A failure just as long keeps its error in the preview's tail.
         let failing = code.replace("return 'done';", "throw new Error('boom');");
         let r = run(&h, &format!("f{i}"), &failing);
@@ -542,11 +537,7 @@ fn endless_printing_ends_at_the_limit_bounded_with_its_output_stored() {
     let t = Instant::now();
     let r = run(&h, "c1", "let i = 0; while (true) print('x' + i++);");
     assert_limit(&r, t, 1.0, "wall-time limit");
-    let full = h
-        .registry
-        .store()
-        .read(&r.meta.spills[0], &Selection::All)
-        .unwrap();
+    let full = stored(&h, &r);
     assert!(full.starts_with(b"x0\nx1\n"));
     assert!(full.ends_with(b"CODE_RUN_FAILED: the program ran past its wall-time limit of 1 s"));
     next_run_works(&h);
@@ -594,40 +585,42 @@ fn a_costly_built_in_in_every_turn_of_a_loop_ends_at_the_wall_time_limit() {
     next_run_works(&h);
 }
 
+/// One built-in call of some seconds, in which the engine never looks at
+/// its clock: a naive search of 50,000 characters in 100,000.
+const STUCK: &str = "const s = 'a'.repeat(1e5), p = 'a'.repeat(5e4) + 'b'; return s.indexOf(p);";
+
 #[test]
 fn a_program_that_does_not_stop_at_its_limit_is_left_behind_and_the_call_answers() {
     let h = limited(|l| {
         l.timeout(Duration::from_millis(300));
     });
-    // One built-in call of some seconds, in which the engine never looks
-    // at its clock: a naive search of 50,000 characters in 100,000. Before
-    // it, 200 KiB of logs: batches sent, and lines not sent yet.
-    let t = Instant::now();
-    let r = run(
-        &h,
-        "c1",
-        "for (let i = 0; i < 3000; i++) print('line ' + i + ' ' + 'x'.repeat(60));\n\
-         const s = 'a'.repeat(1e5), p = 'a'.repeat(5e4) + 'b'; return s.indexOf(p);",
-    );
-    assert_limit(
-        &r,
-        t,
-        0.3,
-        "wall-time limit of 0.3 s and did not stop within 500 ms",
-    );
-    assert!(text(&r).starts_with("line 0 "), "{}", text(&r));
-    let full = h
-        .registry
-        .store()
-        .read(&r.meta.spills[0], &Selection::All)
-        .unwrap();
-    let full = String::from_utf8(full).unwrap();
-    let lines: Vec<&str> = full.lines().collect();
-    assert_eq!(lines.len(), 3001, "{}", lines[lines.len() - 1]);
-    for (i, l) in lines[..3000].iter().enumerate() {
-        assert_eq!(*l, format!("line {i} {}", "x".repeat(60)));
+    // Before the stuck call, logs just over the budget (none of them sent
+    // yet: a batch is 64 KiB), then 200 KiB (batches sent, and lines not).
+    for count in [70, 3000] {
+        let line = |i| format!("line {i} {}", "x".repeat(60));
+        let code = format!(
+            "for (let i = 0; i < {count}; i++) print('line ' + i + ' ' + 'x'.repeat(60));\n{STUCK}"
+        );
+        let t = Instant::now();
+        let r = run(&h, "c1", &code);
+        assert_limit(
+            &r,
+            t,
+            0.3,
+            "wall-time limit of 0.3 s and did not stop within 500 ms",
+        );
+        assert!(text(&r).starts_with("line 0 "), "{}", text(&r));
+        let full = String::from_utf8(stored(&h, &r)).unwrap();
+        if count == 70 {
+            assert!((4096..2 * 4096).contains(&full.len()), "{}", full.len());
+        }
+        let lines: Vec<&str> = full.lines().collect();
+        assert_eq!(lines.len(), count + 1, "{}", lines[lines.len() - 1]);
+        for (i, l) in lines[..count].iter().enumerate() {
+            assert_eq!(*l, line(i));
+        }
+        assert!(lines[count].contains("left to stop on its own"));
     }
-    assert!(lines[3000].contains("left to stop on its own"));
     next_run_works(&h);
 }
 
@@ -638,10 +631,7 @@ fn a_cancelled_call_answers_at_once_even_when_its_program_does_not_stop() {
         // Stops at the cancellation: its allocations are refused.
         ("for (;;) 'x'.repeat(1e6)", false),
         // One long built-in call: left behind.
-        (
-            "const s = 'a'.repeat(1e5), p = 'a'.repeat(5e4) + 'b'; return s.indexOf(p);",
-            true,
-        ),
+        (STUCK, true),
     ];
     for (code, left) in cases {
         let signal = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -716,11 +706,7 @@ fn a_64_mib_string_and_a_million_deep_result() {
     let r = run(&h, "c1", "return 'y'.repeat(64 * 1024 * 1024);");
     assert!(!r.is_error, "{}", text(&r));
     assert!(text(&r).len() <= 4096);
-    let full = h
-        .registry
-        .store()
-        .read(&r.meta.spills[0], &Selection::All)
-        .unwrap();
+    let full = stored(&h, &r);
     assert_eq!(full.len(), 64 << 20);
     drop(full);
     // A million levels: the memory or the stack limit, never a crash.

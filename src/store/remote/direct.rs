@@ -82,7 +82,7 @@ fn completion_outcome(status: u16, body: &str) -> Result<Completed, String> {
 impl Listing {
     /// The URL of `key`, path-style below the endpoint (or the bucket's
     /// AWS host), every segment percent-encoded as SigV4 wants it.
-    pub(super) fn url_of(&self, bucket: &str, key: &str) -> String {
+    pub(super) fn key_url(&self, bucket: &str, key: &str) -> String {
         let mut url = self.base(bucket);
         for segment in key.split('/') {
             url.push('/');
@@ -191,7 +191,7 @@ impl Remote {
     ) -> Result<Completed, String> {
         let url = format!(
             "{}?uploadId={}",
-            l.url_of(&self.url.bucket, key.as_ref()),
+            l.key_url(&self.url.bucket, key.as_ref()),
             encode(id)
         );
         let http = ReqwestConnector::default()

@@ -142,12 +142,8 @@ impl Upload {
             }
             let payload = Bytes::from(std::mem::take(&mut self.buf));
             for _ in 0..PUBLISH_TRIES {
-                let created = if self.single {
-                    remote.create_whole(&dest, payload.clone())?
-                } else {
-                    remote.put_create(&dest, payload.clone())?
-                };
-                if created {
+                // A streamed object here is one part at most: one `PUT`.
+                if remote.create_whole(&dest, payload.clone())? {
                     return Ok(fresh);
                 }
                 if let Some(hit) = remote.verified_hit(&id, encoding, bytes)? {
