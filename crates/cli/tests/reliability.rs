@@ -251,11 +251,46 @@ fn gc_loops_never_remove_what_concurrent_writers_report() {
         }
     }
 }
-/// Another user cannot read a stored object.
+/// A fresh folder that another user can reach: under the temporary
+/// directory when every folder above it lets others pass, else under the
+/// first world-traversable one of `/tmp`, `/var/tmp` and `/dev/shm`. The
+/// folder itself is opened to others (0711); nothing above it is changed,
+/// so a checkout or `TMPDIR` in a private home stays private. `None` when
+/// the machine has no such place.
+fn reachable_by_others() -> Option<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    let passable = |dir: &Path| {
+        dir.ancestors().all(|d| {
+            std::fs::metadata(d).is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o001 != 0)
+        })
+    };
+    let candidates = [
+        std::env::temp_dir(),
+        PathBuf::from("/tmp"),
+        PathBuf::from("/var/tmp"),
+        PathBuf::from("/dev/shm"),
+    ];
+    let base = candidates.into_iter().find(|d| passable(d))?;
+    let dir = tempfile::Builder::new()
+        .prefix("spillway-other-user")
+        .tempdir_in(base)
+        .ok()?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).ok()?;
+    Some(dir)
+}
+
+/// Another user cannot read a stored object, with the file tool or with
+/// `spillway show`, wherever the checkout (and so the built binary) sits.
 #[test]
 fn another_user_cannot_read_a_stored_object() {
+    use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
-    let dir = tempfile::tempdir().unwrap();
+    let Some(dir) = reachable_by_others() else {
+        panic!(
+            "this test needs a folder another user can reach (a world-traversable \
+             $TMPDIR, /tmp, /var/tmp or /dev/shm), and this machine has none"
+        );
+    };
     let root = dir.path().join("store");
     let store = Store::open(&root).unwrap();
     let s = store
@@ -264,27 +299,30 @@ fn another_user_cannot_read_a_stored_object() {
             Compression::None.write_options(Durability::Relaxed),
         )
         .unwrap();
-    // Let the other user reach the object's directory, so only the store's
-    // own modes stand in the way.
-    let mut p: PathBuf = dir.path().to_path_buf();
-    loop {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode | 0o001)).unwrap();
-        if !p.pop() || p.as_os_str().is_empty() || p == Path::new("/") {
-            break;
-        }
-    }
+    // The store's own modes: private objects in private folders.
+    assert_eq!(
+        std::fs::metadata(&s.path).unwrap().permissions().mode() & 0o077,
+        0
+    );
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         // Without root there is no other user to become; the modes are the proof.
-        use std::os::unix::fs::PermissionsExt;
-        assert_eq!(
-            std::fs::metadata(&s.path).unwrap().permissions().mode() & 0o077,
-            0
-        );
         return;
     }
+    // The binary under test lives in the build's target folder, which the
+    // other user may not reach (a checkout in a 0700 home): it runs a copy
+    // of it in the reachable folder instead.
+    let bin_copy = dir.path().join("spillway");
+    std::fs::copy(env!("CARGO_BIN_EXE_spillway"), &bin_copy).unwrap();
+    std::fs::set_permissions(&bin_copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The copy runs as the other user: what stops `show` is the store.
+    let out = Command::new(&bin_copy)
+        .arg("--version")
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "the other user cannot run the copy");
     let out = Command::new("cat")
         .arg(&s.path)
         .uid(65534)
@@ -293,7 +331,11 @@ fn another_user_cannot_read_a_stored_object() {
         .unwrap();
     assert!(!out.status.success(), "another user read the object");
     assert!(String::from_utf8_lossy(&out.stderr).contains("Permission denied"));
-    let out = bin()
+    let out = Command::new(&bin_copy)
+        .env_remove("SPILLWAY_STORE")
+        .env_remove("SPILLWAY_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent-spillway-test")
+        .stdin(Stdio::null())
         .arg("--store")
         .arg(&root)
         .args(["show", &s.id.to_string()])
@@ -303,6 +345,11 @@ fn another_user_cannot_read_a_stored_object() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("ermission denied"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Whether a process with this pid is still alive (not a zombie).
