@@ -114,12 +114,7 @@ fn mcp_proxy(eff: &Effective, store: &Store, args: McpProxyArgs) -> Result<i32> 
     opts.names = names;
     // SIGTERM and Ctrl-C (how harnesses stop MCP servers) are passed on to
     // the server, which is then stopped as the stdio transport prescribes.
-    let forward = Arc::new(AtomicUsize::new(0));
-    for sig in [SIGINT, SIGTERM, SIGHUP] {
-        signal_hook::flag::register_usize(sig, forward.clone(), sig as usize)
-            .context("mcp proxy: install signal handlers")?;
-    }
-    opts.forward = Some(forward);
+    opts.forward = Some(stop_signals("mcp proxy")?);
     opts.grace = args.kill_grace.get();
     let mut cmd = std::process::Command::new(&args.command[0]);
     cmd.args(&args.command[1..]);
@@ -148,10 +143,33 @@ fn mcp_serve(eff: &Effective, store: &Store, args: McpServeArgs) -> Result<i32> 
     let mut opts = spillway_mcp::server::ServeOptions::new(spiller);
     opts.limits = limits(&args.limits)?;
     opts.session_log = session_log(args.session_log.as_deref())?;
-    let mut stdin = io::BufReader::with_capacity(1 << 20, io::stdin());
-    spillway_mcp::server::serve_with(&opts, &mut stdin, Box::new(io::stdout()))
-        .context("mcp serve")?;
-    Ok(0)
+    // SIGTERM, SIGINT and SIGHUP (how harnesses stop MCP servers): every
+    // call is cancelled and the commands it runs are killed, then spillway
+    // exits.
+    let forward = stop_signals("mcp serve")?;
+    opts.forward = Some(forward.clone());
+    let stdin = Box::new(io::BufReader::with_capacity(1 << 20, io::stdin()));
+    spillway_mcp::server::serve_with(&opts, stdin, Box::new(io::stdout())).context("mcp serve")?;
+    Ok(exit_for(&forward))
+}
+
+/// A flag that SIGINT, SIGTERM and SIGHUP set to their number: how a
+/// command that must stop its children first learns it was asked to stop.
+fn stop_signals(who: &str) -> Result<Arc<AtomicUsize>> {
+    let flag = Arc::new(AtomicUsize::new(0));
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        signal_hook::flag::register_usize(sig, flag.clone(), sig as usize)
+            .with_context(|| format!("{who}: install signal handlers"))?;
+    }
+    Ok(flag)
+}
+
+/// The exit status after [`stop_signals`]: 0, or 128 + the signal.
+fn exit_for(flag: &AtomicUsize) -> i32 {
+    match flag.load(std::sync::atomic::Ordering::SeqCst) {
+        0 => 0,
+        sig => 128 + i32::try_from(sig).unwrap_or(0),
+    }
 }
 
 fn mcp_code_proxy(spiller: Spiller, args: McpProxyArgs) -> Result<i32> {
@@ -193,18 +211,11 @@ fn mcp_code_proxy(spiller: Spiller, args: McpProxyArgs) -> Result<i32> {
     opts.grace = args.kill_grace.get();
     // SIGTERM and Ctrl-C (how harnesses stop MCP servers): the servers are
     // stopped as the stdio transport prescribes, then spillway exits.
-    let forward = Arc::new(AtomicUsize::new(0));
-    for sig in [SIGINT, SIGTERM, SIGHUP] {
-        signal_hook::flag::register_usize(sig, forward.clone(), sig as usize)
-            .context("mcp proxy: install signal handlers")?;
-    }
+    let forward = stop_signals("mcp proxy")?;
     opts.forward = Some(forward.clone());
     let stdin = Box::new(io::BufReader::with_capacity(1 << 20, io::stdin()));
     spillway_mcp::code_proxy::run(opts, stdin, Box::new(io::stdout())).context("mcp proxy")?;
-    Ok(match forward.load(std::sync::atomic::Ordering::SeqCst) {
-        0 => 0,
-        sig => 128 + sig as i32,
-    })
+    Ok(exit_for(&forward))
 }
 
 /// The limits of a program, checked.
@@ -263,11 +274,7 @@ fn code(eff: &Effective, store: &Store, args: CodeArgs) -> Result<i32> {
     .context("policy")?;
     // Ctrl-C, SIGTERM and SIGHUP stop the program and what it runs; the
     // output so far is printed.
-    let signal = Arc::new(AtomicUsize::new(0));
-    for sig in [SIGINT, SIGTERM, SIGHUP] {
-        signal_hook::flag::register_usize(sig, signal.clone(), sig as usize)
-            .context("code: install signal handlers")?;
-    }
+    let signal = stop_signals("code")?;
     let millis = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
@@ -413,11 +420,7 @@ fn run_command(eff: &Effective, store: &Store, args: RunArgs) -> Result<i32> {
     // Ctrl-C, SIGTERM (`timeout`, a supervisor) and SIGHUP are passed on to
     // the command; spillway itself finishes the stage, prints the bounded
     // preview and exits 128 + N, so the output so far is stored and said.
-    let forward = Arc::new(AtomicUsize::new(0));
-    for sig in [SIGINT, SIGTERM, SIGHUP] {
-        signal_hook::flag::register_usize(sig, forward.clone(), sig as usize)
-            .context("run: install signal handlers")?;
-    }
+    let forward = stop_signals("run")?;
     let mut opts = RunOptions::default();
     opts.drain = args.drain.get();
     opts.timeout = args.timeout.map(HumanDuration::get);

@@ -19,10 +19,11 @@ pub(crate) struct Deadline {
 }
 
 impl Deadline {
-    /// The deadline `timeout` from now.
-    pub(crate) fn after(timeout: Duration) -> Self {
+    /// The deadline `timeout` from now, or `not_after` when that is sooner.
+    pub(crate) fn after(timeout: Duration, not_after: Option<Instant>) -> Self {
+        let at = Instant::now() + timeout;
         Deadline {
-            at: Instant::now() + timeout,
+            at: not_after.map_or(at, |n| n.min(at)),
             over: AtomicBool::new(false),
         }
     }

@@ -59,7 +59,7 @@ pub(crate) fn run(
         cancel: host.cancellation(),
         // Set by a worker when a nested call's tool is gone: the run ends.
         abort: Arc::new(sandbox::Abort::default()),
-        deadline: Arc::new(Deadline::after(limits.timeout())),
+        deadline: Arc::new(Deadline::after(limits.timeout(), host.deadline())),
         unsent: Arc::new(Mutex::new(Unsent::default())),
     };
     let tools = host.tools().to_vec();

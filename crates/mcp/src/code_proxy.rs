@@ -17,8 +17,8 @@
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use spillway::Spiller;
@@ -31,7 +31,7 @@ use spillway_registry::{Presentation, Registry};
 use crate::front::{self, lock, Answer, Answers, CallRef};
 use crate::rpc::{self, Out};
 use crate::tools::ToolNames;
-use crate::upstream::{Progress, ServerSpec, Upstream, UpstreamTool};
+use crate::upstream::{Progress, ServerSpec, Upstream, UpstreamTool, Wait, UNBOUNDED};
 
 /// How the Code Mode proxy runs.
 #[derive(Debug)]
@@ -80,78 +80,149 @@ impl CodeProxyOptions {
 struct Front {
     opts: CodeProxyOptions,
     upstreams: Vec<Arc<Upstream>>,
-    /// The registry of the tool lists last fetched, and whether those lists
-    /// changed since.
-    registry: RwLock<Option<Registry>>,
-    /// The servers whose tools could not be listed, and why: the model
-    /// is told in `run_code`'s description, and they are tried again.
-    unreachable: Mutex<Vec<String>>,
-    /// The upstream tools, by the name the client calls them by.
-    direct: Mutex<HashMap<String, Arc<UpstreamTool>>>,
+    /// The registry last built, and the tool lists it was built from (by
+    /// identity: a server listed again gives a new list).
+    registry: Mutex<Option<Built>>,
     log: Arc<SessionLog>,
     progress: Arc<Progress>,
+    /// The clashes of names already said on stderr.
+    said: Mutex<std::collections::HashSet<String>>,
+    /// This session's name, in front of every call id it records.
+    session: String,
+}
+
+/// A registry and what it was built from.
+#[derive(Clone)]
+struct Built {
+    lists: Vec<Option<Arc<Vec<Value>>>>,
+    registry: Registry,
+    /// The upstream tools, by the name the client calls them by.
+    direct: Arc<HashMap<String, Arc<UpstreamTool>>>,
+    /// The servers whose tools could not be listed, and why: the model is
+    /// told in `run_code`'s description, and they are tried again.
+    unreachable: Vec<String>,
+}
+
+/// spillway's own tools in the proxy, whose names no upstream tool takes.
+fn own_names(names: &ToolNames) -> Vec<String> {
+    let mut own = vec!["run_code".to_owned()];
+    for d in names.definitions() {
+        if let Some(n) = d.get("name").and_then(Value::as_str) {
+            own.push(n.to_owned());
+        }
+    }
+    for t in ["spill_read", "spill_grep"] {
+        own.push(t.to_owned());
+    }
+    own
 }
 
 impl Front {
-    /// The registry, built again when a server's tool list changed.
-    fn registry(&self) -> Registry {
-        let stale = self
-            .upstreams
+    /// The registry over every server's tools, each server listed within
+    /// `wait` (all at once, each on a thread of its own); a server that
+    /// cannot be listed in time is named in `unreachable` and tried again
+    /// at the next listing. Built again only when a list changed.
+    fn registry(&self, wait: Wait<'_>) -> Built {
+        let lists: Vec<Result<Arc<Vec<Value>>, String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = self
+                .upstreams
+                .iter()
+                .map(|u| s.spawn(move || u.tools(wait)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("listing its tools failed".into()))
+                })
+                .collect()
+        });
+        let same = |built: &Built| {
+            built.lists.len() == lists.len()
+                && built.lists.iter().zip(&lists).all(|(a, b)| match (a, b) {
+                    (Some(a), Ok(b)) => Arc::ptr_eq(a, b),
+                    (None, Err(_)) => true,
+                    _ => false,
+                })
+        };
+        let unreachable: Vec<String> = lists
             .iter()
-            .any(|u| u.changed.load(Ordering::SeqCst));
-        if !stale {
-            if let Some(r) = self
-                .registry
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_ref()
-            {
-                return r.clone();
-            }
+            .filter_map(|l| l.as_ref().err().cloned())
+            .collect();
+        if let Some(built) = lock(&self.registry).as_ref().filter(|b| same(b)) {
+            let mut built = built.clone();
+            built.unreachable = unreachable;
+            return built;
+        }
+        for why in &unreachable {
+            eprintln!("spillway: mcp proxy: {why}");
         }
         let grouped = self.upstreams.len() > 1;
+        let own = own_names(&self.opts.names);
         let mut direct = HashMap::new();
-        let mut unreachable = Vec::new();
         let mut b = Registry::builder(self.opts.spiller.clone(), self.log.clone())
             .expect("the value policy is built from constants");
-        for u in &self.upstreams {
-            match u.tools() {
-                Ok(list) => {
-                    for t in UpstreamTool::from_list(u, &self.progress, &list, grouped) {
-                        let t = Arc::new(t);
-                        direct.insert(t.name.clone(), t.clone());
-                        b.tool(t);
+        for (u, list) in self.upstreams.iter().zip(&lists) {
+            let Ok(list) = list else { continue };
+            for mut t in UpstreamTool::from_list(u, &self.progress, list, grouped) {
+                // A name spillway's own tools have, or one the server
+                // already listed: the server's name goes in front
+                // (`<server>_<tool>`), and the rename is said once.
+                let taken = |name: &String| own.contains(name) || direct.contains_key(name);
+                if taken(&t.name) {
+                    // `<server>_<tool>`, then `<server>_<tool>_2`, …; in
+                    // the server's group when there is one.
+                    let full = |member: &str| match &t.group {
+                        Some(g) => format!("{g}.{member}"),
+                        None => member.to_owned(),
+                    };
+                    let mut member = format!("{}_{}", u.name(), t.remote);
+                    let mut n = 2;
+                    while taken(&full(&member)) {
+                        member = format!("{}_{}_{n}", u.name(), t.remote);
+                        n += 1;
                     }
+                    let name = full(&member);
+                    if lock(&self.said).insert(format!("{}\0{name}", u.name())) {
+                        eprintln!(
+                            "spillway: mcp proxy: the MCP server {:?} lists a tool {:?}, a name already taken; it is called {name:?} here",
+                            u.name(),
+                            t.remote,
+                        );
+                    }
+                    t.member = member;
+                    t.name = name;
                 }
-                Err(e) => {
-                    eprintln!("spillway: mcp proxy: {e}");
-                    unreachable.push(e.to_string());
-                }
+                let t = Arc::new(t);
+                direct.insert(t.name.clone(), t.clone());
+                b.tool(t);
             }
         }
-        // Ours last: an upstream tool of the same name does not replace them.
         b.tool(SpillRead)
             .tool(SpillGrep)
             .tool(RunCode::new(JsRuntime::new(self.opts.limits.clone())));
-        let r = b.build();
-        *lock(&self.direct) = direct;
-        *lock(&self.unreachable) = unreachable;
-        *self.registry.write().unwrap_or_else(|e| e.into_inner()) = Some(r.clone());
-        r
+        let built = Built {
+            lists: lists.into_iter().map(Result::ok).collect(),
+            registry: b.build(),
+            direct: Arc::new(direct),
+            unreachable,
+        };
+        *lock(&self.registry) = Some(built.clone());
+        built
     }
 
-    fn tools_list(&self) -> Value {
-        let registry = self.registry();
+    fn tools_list(&self, wait: Wait<'_>) -> Value {
+        let built = self.registry(wait);
         let mut list = Vec::new();
-        let more: String = lock(&self.unreachable)
+        let more: String = built
+            .unreachable
             .iter()
             .map(|why| format!("\n\nNot available now: {why}; its tools are missing above."))
             .collect();
-        list.push(front::run_code_definition(&registry, &more));
+        list.push(front::run_code_definition(&built.registry, &more));
         list.extend(self.opts.names.definitions());
         if self.opts.present == Presentation::Both {
-            let direct = lock(&self.direct);
-            let mut tools: Vec<_> = direct.values().collect();
+            let mut tools: Vec<_> = built.direct.values().collect();
             // In name order, as the registry lists its own.
             tools.sort_by(|a, b| a.name.cmp(&b.name));
             for t in tools {
@@ -181,18 +252,36 @@ impl Front {
                 "run_code runs a JavaScript program that calls the tools its description declares, with await tools.<name>(args), and gets their complete results. Print what you need to see or return it: long output comes back bounded, the rest stored to read with the spill tools.",
                 true,
             )),
-            "tools/list" => Ok(self.tools_list()),
+            "tools/list" => Ok(self.tools_list(Wait {
+                until: Instant::now() + self.opts.limits.timeout(),
+                cancel: call.map(|c| &**c.1),
+            })),
             "tools/call" => {
                 let (name, args) = rpc::call_parts(params);
                 if name == "run_code" {
-                    let registry = self.registry();
+                    // The call answers within the program's limit: listing
+                    // the servers may take half of it, the program has the
+                    // rest.
+                    let started = Instant::now();
+                    let limit = self.opts.limits.timeout();
+                    let built = self.registry(Wait {
+                        until: started + limit / 2,
+                        cancel: call.map(|c| &**c.1),
+                    });
                     // Nested calls' progress goes under the client's token.
-                    let call_id = front::call_id(call);
+                    let call_id = front::call_id(&self.session, call);
                     let token = params.pointer("/_meta/progressToken").cloned();
                     if let Some(t) = token.clone() {
                         self.progress.begin(&call_id, t);
                     }
-                    let result = front::run_code(&registry, call, args, "mcp proxy");
+                    let result = front::run_code(
+                        &built.registry,
+                        call_id.clone(),
+                        call,
+                        args,
+                        Some(started + limit),
+                        "mcp proxy",
+                    );
                     if token.is_some() {
                         self.progress.end(&call_id);
                     }
@@ -203,18 +292,25 @@ impl Front {
                     return Ok(v);
                 }
                 let direct = (self.opts.present == Presentation::Both)
-                    .then(|| lock(&self.direct).get(name).cloned())
+                    .then(|| {
+                        let built = lock(&self.registry).clone();
+                        built.and_then(|b| b.direct.get(name).cloned())
+                    })
                     .flatten();
                 match direct {
                     Some(t) => {
-                        let mut upstream_params = json!({"name": t.member, "arguments": args});
+                        let mut upstream_params = json!({"name": t.remote, "arguments": args});
                         // The client's `_meta` (its progress token) goes along.
                         if let Some(meta) = params.get("_meta") {
                             upstream_params["_meta"] = meta.clone();
                         }
+                        let wait = Wait {
+                            until: Instant::now() + UNBOUNDED,
+                            cancel: Some(&signal),
+                        };
                         let mut result = t
                             .upstream
-                            .request("tools/call", upstream_params, Some(&signal))
+                            .request("tools/call", upstream_params, wait)
                             .map_err(|e| (rpc::INVALID_PARAMS, e.to_string()))?;
                         crate::bound_result(
                             &self.opts.spiller,
@@ -249,18 +345,6 @@ pub fn run(
     input: Box<dyn BufRead + Send>,
     output: Box<dyn Write + Send>,
 ) -> io::Result<()> {
-    // The client's lines come from a thread of their own, so that a signal
-    // is seen while the client is silent.
-    let (lines_tx, lines_rx) = mpsc::sync_channel::<Vec<u8>>(64);
-    std::thread::spawn(move || {
-        let mut input = input;
-        let mut line = Vec::new();
-        while let Some(raw) = rpc::next_line(&mut *input, &mut line) {
-            if lines_tx.send(raw.to_vec()).is_err() {
-                return;
-            }
-        }
-    });
     let forward = opts.forward.clone();
     let out = Out::new(output);
     let relay_out = out.clone();
@@ -289,28 +373,18 @@ pub fn run(
     let front = Arc::new(Front {
         opts,
         upstreams,
-        registry: RwLock::new(None),
-        direct: Mutex::new(HashMap::new()),
-        unreachable: Mutex::new(Vec::new()),
+        registry: Mutex::new(None),
         log,
         progress,
+        said: Mutex::default(),
+        session: front::session_id(),
     });
     let signalled = || {
         forward
             .as_ref()
             .is_some_and(|f| f.load(Ordering::SeqCst) != 0)
     };
-    // A line at a time, or the end: of the input, or at a signal.
-    let mut next = || loop {
-        if signalled() {
-            return None;
-        }
-        match lines_rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(raw) => return Some(raw),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => return None,
-        }
-    };
+    let mut next = front::client_lines(input, forward.clone());
     let failed = front::serve(front.clone(), &mut next, &out, &signalled);
     for u in &front.upstreams {
         u.shutdown();

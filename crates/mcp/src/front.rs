@@ -170,6 +170,44 @@ pub(crate) fn serve(
     failed
 }
 
+/// The client's lines, read on a thread of their own so that a signal is
+/// seen while the client is silent: the returned function gives the next
+/// line, or `None` at the end of the input or once `signal` holds a signal
+/// number (within 100 ms of it). Both servers read their client this way.
+pub(crate) fn client_lines(
+    input: Box<dyn std::io::BufRead + Send>,
+    signal: Option<Arc<AtomicUsize>>,
+) -> impl FnMut() -> Option<Vec<u8>> {
+    let (lines_tx, lines_rx) = mpsc::sync_channel::<Vec<u8>>(64);
+    // The thread ends at the input's end, or at the next line once nobody
+    // takes the lines any more; a process that stops on a signal does not
+    // wait for it.
+    let _ = std::thread::Builder::new()
+        .name("mcp client input".into())
+        .spawn(move || {
+            let mut input = input;
+            let mut line = Vec::new();
+            while let Some(raw) = rpc::next_line(&mut *input, &mut line) {
+                if lines_tx.send(raw.to_vec()).is_err() {
+                    return;
+                }
+            }
+        });
+    move || loop {
+        if signal
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::SeqCst) != 0)
+        {
+            return None;
+        }
+        match lines_rx.recv_timeout(std::time::Duration::from_millis(100)) {
+            Ok(raw) => return Some(raw),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+        }
+    }
+}
+
 /// The `initialize` answer: the client's protocol revision when this
 /// server speaks it, else the newest.
 pub(crate) fn initialize(
@@ -216,20 +254,43 @@ pub(crate) fn common(method: &str, params: &Value, spiller: &Spiller) -> Option<
     })
 }
 
-/// The id a call is recorded by: the request's id as text.
-pub(crate) fn call_id(call: CallRef<'_>) -> String {
+/// A name for one session of a server, unique on this machine for as long
+/// as pids are: `mcp-<start in ms>-<pid>-<n>`. Call ids start with it, so
+/// that sessions sharing a session log never record the same id.
+pub(crate) fn session_id() -> String {
+    static SESSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let n = SESSIONS.fetch_add(1, Ordering::SeqCst);
+    format!("mcp-{millis}-{}-{n}", std::process::id())
+}
+
+/// The id a call is recorded by: the session's id, a colon, and the
+/// request's id as text.
+pub(crate) fn call_id(session: &str, call: CallRef<'_>) -> String {
     match call.map(|c| c.0) {
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-        None => String::new(),
+        Some(Value::String(s)) => format!("{session}:{s}"),
+        Some(other) => format!("{session}:{other}"),
+        None => session.to_owned(),
     }
 }
 
 /// A `run_code` call through `registry`, cancellable through `call`'s
 /// signal, as a `tools/call` result. A session log that cannot be written
 /// is said on stderr; the result still goes back.
-pub(crate) fn run_code(registry: &Registry, call: CallRef<'_>, args: Value, who: &str) -> Value {
-    let tc = ToolCall::new(call_id(call), "run_code", args);
+pub(crate) fn run_code(
+    registry: &Registry,
+    call_id: String,
+    call: CallRef<'_>,
+    args: Value,
+    deadline: Option<std::time::Instant>,
+    who: &str,
+) -> Value {
+    let mut tc = ToolCall::new(call_id, "run_code", args);
+    if let Some(at) = deadline {
+        tc = tc.deadline(at);
+    }
     let signal = call.map(|c| c.1.clone()).unwrap_or_default();
     let r = match registry.call_with_signal(&tc, signal) {
         Ok(r) => r,

@@ -55,6 +55,11 @@ pub struct ServeOptions {
     /// are appended, in the registry's session-log format; none when
     /// `None`.
     pub session_log: Option<Arc<SessionLog>>,
+    /// A signal number set by the caller's signal handler (0 for none):
+    /// the server then stops reading, cancels every call (the commands
+    /// they run are killed, with their process groups), and returns once
+    /// they ended.
+    pub forward: Option<Arc<AtomicUsize>>,
 }
 
 impl ServeOptions {
@@ -64,6 +69,7 @@ impl ServeOptions {
             spiller,
             limits: spillway_code::Limits::default(),
             session_log: None,
+            forward: None,
         }
     }
 }
@@ -90,6 +96,8 @@ struct Server {
     names: ToolNames,
     registry: Registry,
     log: Option<Arc<SessionLog>>,
+    /// This session's name, in front of every call id it records.
+    session: String,
 }
 
 /// Serves until `input` ends. `spiller`'s templates should name the spill
@@ -100,20 +108,21 @@ struct Server {
 /// When `output` fails.
 pub fn serve(
     spiller: &Spiller,
-    input: &mut dyn BufRead,
+    input: Box<dyn BufRead + Send>,
     output: Box<dyn Write + Send>,
 ) -> io::Result<()> {
     serve_with(&ServeOptions::new(spiller.clone()), input, output)
 }
 
-/// [`serve`] with options: `run_code`'s limits and a session log.
+/// [`serve`] with options: `run_code`'s limits, a session log, and the
+/// signal that stops the server.
 ///
 /// # Errors
 ///
 /// When `output` fails.
 pub fn serve_with(
     opts: &ServeOptions,
-    input: &mut dyn BufRead,
+    input: Box<dyn BufRead + Send>,
     output: Box<dyn Write + Send>,
 ) -> io::Result<()> {
     let spiller = &opts.spiller;
@@ -141,11 +150,18 @@ pub fn serve_with(
         names,
         registry,
         log: opts.session_log.clone(),
+        session: front::session_id(),
     });
-    let mut line = Vec::new();
-    let mut next = || rpc::next_line(input, &mut line).map(<[u8]>::to_vec);
-    // The calls received are finished and answered.
-    front::serve(server, &mut next, &out, &|| false)
+    let forward = opts.forward.clone();
+    let mut next = front::client_lines(input, forward.clone());
+    // At the input's end the calls received are finished and answered; at
+    // a signal they are cancelled.
+    let signalled = || {
+        forward
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst) != 0)
+    };
+    front::serve(server, &mut next, &out, &signalled)
 }
 
 impl Answers for Server {
@@ -174,11 +190,19 @@ fn answer(srv: &Server, method: &str, params: &Value, call: CallRef<'_>) -> Answ
         }
         "tools/call" => {
             let (name, args) = rpc::call_parts(params);
+            let call_id = front::call_id(&srv.session, call);
             if name == "run_code" {
-                return Ok(front::run_code(&srv.registry, call, args, "mcp serve"));
+                return Ok(front::run_code(
+                    &srv.registry,
+                    call_id,
+                    call,
+                    args,
+                    None,
+                    "mcp serve",
+                ));
             }
             let signal = call.map(|c| c.1);
-            logged(srv, &front::call_id(call), name, &args, || {
+            logged(srv, &call_id, name, &args, || {
                 if name == "run" {
                     return Some(run_tool(&srv.run_spiller, &args, signal));
                 }
@@ -359,8 +383,12 @@ mod tests {
         let (mut from_server, to_server_out) = UnixStream::pair().unwrap();
         let server = std::thread::spawn(move || {
             let _dir = dir;
-            let mut input = BufReader::new(theirs);
-            serve(&spiller, &mut input, Box::new(to_server_out)).unwrap();
+            serve(
+                &spiller,
+                Box::new(BufReader::new(theirs)),
+                Box::new(to_server_out),
+            )
+            .unwrap();
         });
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {

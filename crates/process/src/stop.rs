@@ -73,6 +73,42 @@ pub fn stop(child: &mut Child, grace: Duration) -> io::Result<(ExitStatus, Optio
     Ok((child.wait()?, Some(Signal::KILL.as_raw())))
 }
 
+/// [`stop`] for a child that leads a process group of its own (started
+/// with `process_group(0)`): SIGTERM and SIGKILL go to the whole group, and
+/// once the child is gone whatever of its group is left (a grandchild that
+/// outlived it) is killed too, so nothing it started keeps running.
+///
+/// # Errors
+///
+/// When the child's status cannot be read.
+pub fn stop_group(child: &mut Child, grace: Duration) -> io::Result<(ExitStatus, Option<i32>)> {
+    let group = i32::try_from(child.id()).ok().and_then(Pid::from_raw);
+    let to_group = |sig: Signal| {
+        if let Some(g) = group {
+            let _ = rustix::process::kill_process_group(g, sig);
+        }
+    };
+    let mut sent = None;
+    let status = match wait_timeout(child, grace, None)? {
+        Some(s) => s,
+        None => {
+            to_group(Signal::TERM);
+            sent = Some(SIGTERM);
+            match wait_timeout(child, grace, None)? {
+                Some(s) => s,
+                None => {
+                    to_group(Signal::KILL);
+                    sent = Some(Signal::KILL.as_raw());
+                    child.wait()?
+                }
+            }
+        }
+    };
+    // The group outlives its leader while any member lives: those go too.
+    to_group(Signal::KILL);
+    Ok((status, sent))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +144,46 @@ mod tests {
         let (s, sent) = stop(&mut c, Duration::from_millis(200)).unwrap();
         assert_eq!(s.signal(), Some(Signal::KILL.as_raw()));
         assert_eq!(sent, Some(Signal::KILL.as_raw()));
+    }
+
+    #[test]
+    fn stopping_a_group_stops_what_its_leader_started() {
+        use std::os::unix::process::CommandExt;
+        // The leader starts a grandchild, then ignores SIGTERM.
+        let mut c = Command::new("sh")
+            .args([
+                "-c",
+                "sleep 30 & echo $!; trap '' TERM; while :; do sleep 0.05; done",
+            ])
+            .stdout(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(c.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let grandchild: i32 = line.trim().parse().unwrap();
+        let (s, sent) = stop_group(&mut c, Duration::from_millis(100)).unwrap();
+        assert_eq!(s.signal(), Some(Signal::KILL.as_raw()));
+        assert_eq!(sent, Some(Signal::KILL.as_raw()));
+        // The grandchild is gone (reaped by init, or a zombie for a moment).
+        let t = Instant::now();
+        let alive = || {
+            std::fs::read_to_string(format!("/proc/{grandchild}/stat")).is_ok_and(|st| {
+                !st.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+        };
+        while alive() && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!alive(), "the grandchild {grandchild} still runs");
     }
 
     #[test]

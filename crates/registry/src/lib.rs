@@ -128,6 +128,12 @@ pub struct ToolCall {
     pub args: Value,
     /// What the call is for (a card's title).
     pub description: Option<String>,
+    /// When the call must have answered, whatever its tool's own limits
+    /// say: a front end that spent part of a call's time before the call
+    /// (listing the tools its program may call) gives the rest here. Not
+    /// recorded.
+    #[serde(skip)]
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl ToolCall {
@@ -138,7 +144,15 @@ impl ToolCall {
             tool: tool.into(),
             args,
             description: None,
+            deadline: None,
         }
+    }
+
+    /// With a deadline: the call answers by `at`, sooner than its tool's
+    /// own limits when they reach past it.
+    pub fn deadline(mut self, at: std::time::Instant) -> Self {
+        self.deadline = Some(at);
+        self
     }
 
     /// With a description.
@@ -875,6 +889,12 @@ impl Cx<'_> {
     /// The call's id (`<outer>:code:<n>` for nested calls).
     pub fn call_id(&self) -> &str {
         &self.call_id
+    }
+
+    /// When the call must have answered, when its caller said
+    /// ([`ToolCall::deadline`]); a nested call has its program's.
+    pub fn deadline(&self) -> Option<std::time::Instant> {
+        self.call.deadline
     }
 
     /// Whether this is a program's nested call.

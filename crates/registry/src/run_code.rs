@@ -480,6 +480,8 @@ pub struct CodeHost<'a> {
     dispatcher: Dispatcher<'a>,
     callable: Vec<Callable>,
     calls: u32,
+    /// When the outer call must have answered ([`ToolCall::deadline`]).
+    deadline: Option<std::time::Instant>,
     /// A write to the stage failed (it never does: the stage takes every
     /// byte); kept so the error is not lost.
     failed: Option<io::Error>,
@@ -561,6 +563,13 @@ impl<'a> CodeHost<'a> {
     /// Whether the outer call was cancelled: the program should stop.
     pub fn cancelled(&self) -> bool {
         self.dispatcher.stopped()
+    }
+
+    /// When the outer call must have answered, when its caller set a
+    /// deadline ([`crate::ToolCall::deadline`]): a runtime ends the program
+    /// by then, or by its own wall-time limit, whichever comes first.
+    pub fn deadline(&self) -> Option<std::time::Instant> {
+        self.deadline
     }
 
     /// The outer call's cancellation signal (0 while it runs), for a
@@ -673,6 +682,7 @@ impl<R: CodeRuntime> Tool for RunCode<R> {
                 })
                 .collect(),
             calls: 0,
+            deadline: cx.call.deadline,
             failed: None,
         };
         let ran = self.runtime.run(code, &mut host);
