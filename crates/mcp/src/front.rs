@@ -50,6 +50,92 @@ struct Job {
     method: String,
     params: Value,
     call: Arc<Call>,
+    /// The batch the request came in, whose answers go back together.
+    batch: Option<Arc<Batch>>,
+}
+
+/// A JSON-RPC batch being answered: its answers are sent as one array
+/// when the last of its messages is done.
+struct Batch {
+    answers: Mutex<Vec<Value>>,
+    left: AtomicUsize,
+}
+
+impl Batch {
+    /// One message of the batch is done, with its answer if it has one.
+    fn done(&self, out: &Out, answer: Option<Value>) -> std::io::Result<()> {
+        if let Some(a) = answer {
+            lock(&self.answers).push(a);
+        }
+        if self.left.fetch_sub(1, Ordering::SeqCst) == 1 {
+            let all = std::mem::take(&mut *lock(&self.answers));
+            if !all.is_empty() {
+                return out.send(&Value::Array(all));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The answer to request `id` as a message.
+fn response(id: &Value, answer: Answer) -> Value {
+    match answer {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err((code, message)) => {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+        }
+    }
+}
+
+/// Sends an answer, alone or as part of its batch.
+fn reply(out: &Out, batch: Option<&Arc<Batch>>, answer: Option<Value>) -> std::io::Result<()> {
+    match batch {
+        Some(b) => b.done(out, answer),
+        None => answer.map_or(Ok(()), |a| out.send(&a)),
+    }
+}
+
+/// What one message from the client is.
+enum Incoming<'a> {
+    /// A request: answered.
+    Request(&'a Value, &'a str, Value),
+    /// A notification: never answered.
+    Notification(&'a str, Value),
+    /// A response (these servers send no requests), ignored.
+    Response,
+    /// Not a request: answered with `INVALID_REQUEST` under its id (or
+    /// null), and why.
+    Invalid(Value, &'static str),
+}
+
+/// Sorts a message as JSON-RPC 2.0 says: a request has a string
+/// `method` and a string or number `id`; a notification has no `id`.
+fn classify(msg: &Value) -> Incoming<'_> {
+    let Some(obj) = msg.as_object() else {
+        return Incoming::Invalid(Value::Null, "a message must be a JSON object");
+    };
+    let id = obj.get("id");
+    let good_id = match id {
+        None => None,
+        Some(v @ (Value::String(_) | Value::Number(_))) => Some(v),
+        Some(_) => {
+            return Incoming::Invalid(Value::Null, "an id must be a string or a number");
+        }
+    };
+    let params = obj.get("params").cloned().unwrap_or(Value::Null);
+    match (obj.get("method"), good_id) {
+        (Some(Value::String(m)), Some(id)) => Incoming::Request(id, m, params),
+        (Some(Value::String(m)), None) => Incoming::Notification(m, params),
+        (Some(_), id) => Incoming::Invalid(
+            id.cloned().unwrap_or(Value::Null),
+            "the method must be a string",
+        ),
+        (None, _) if obj.contains_key("result") || obj.contains_key("error") => Incoming::Response,
+        (None, id) => Incoming::Invalid(
+            id.cloned().unwrap_or(Value::Null),
+            "a request needs a method",
+        ),
+    }
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -90,47 +176,41 @@ pub(crate) fn serve(
                     server.answer(&job.method, &job.params, Some((&job.id, &job.call.signal)))
                 });
                 lock(&calls).remove(&job.id.to_string());
-                if job.call.cancelled.load(Ordering::SeqCst) {
-                    continue;
-                }
-                // The input's end stops the server; a failed write here
-                // only loses an answer nobody reads.
-                let _ = match answer {
-                    Some(Ok(result)) => out.result(&job.id, result),
-                    Some(Err((code, message))) => out.error(&job.id, code, &message),
-                    None => Ok(()),
-                };
+                // A cancelled request gets no answer. The input's end stops
+                // the server; a failed write here only loses an answer
+                // nobody reads.
+                let answer = answer
+                    .filter(|_| !job.call.cancelled.load(Ordering::SeqCst))
+                    .map(|a| response(&job.id, a));
+                let _ = reply(&out, job.batch.as_ref(), answer);
             })
         })
         .collect();
-    let mut failed = Ok(());
-    while let Some(raw) = next() {
-        let msg = match rpc::parse(&raw) {
-            Ok(m) => m,
-            Err(e) => {
-                failed = out.error(&Value::Null, rpc::PARSE_ERROR, &e);
-                if failed.is_err() {
-                    break;
-                }
-                continue;
-            }
-        };
-        let Some(method) = msg.get("method").and_then(Value::as_str) else {
-            // A response (to nothing: these servers send no requests).
-            continue;
-        };
-        let params = msg.get("params").cloned().unwrap_or(Value::Null);
-        let Some(id) = msg.get("id").filter(|v| !v.is_null()) else {
-            // A notification: only a cancellation asks for something.
-            if method == "notifications/cancelled" {
-                if let Some(target) = params.get("requestId") {
-                    if let Some(call) = lock(&calls).get(&target.to_string()) {
-                        call.cancelled.store(true, Ordering::SeqCst);
-                        call.signal.store(SIGKILL, Ordering::SeqCst);
+    // One message: answered at once (`Some(Some(answer))`), needing no
+    // answer (`Some(None)`), or queued for a worker, which answers it
+    // (`None`).
+    let handle = |msg: &Value, batch: Option<&Arc<Batch>>| -> Option<Option<Value>> {
+        let (id, method, params) = match classify(msg) {
+            Incoming::Request(id, method, params) => (id, method, params),
+            Incoming::Notification(method, params) => {
+                // Only a cancellation asks for something.
+                if method == "notifications/cancelled" {
+                    if let Some(target) = params.get("requestId") {
+                        if let Some(call) = lock(&calls).get(&target.to_string()) {
+                            call.cancelled.store(true, Ordering::SeqCst);
+                            call.signal.store(SIGKILL, Ordering::SeqCst);
+                        }
                     }
                 }
+                return Some(None);
             }
-            continue;
+            Incoming::Response => return Some(None),
+            Incoming::Invalid(id, why) => {
+                return Some(Some(response(
+                    &id,
+                    Err((rpc::INVALID_REQUEST, format!("Invalid Request: {why}"))),
+                )))
+            }
         };
         if matches!(method, "tools/call" | "tools/list" | "resources/read") {
             let call = Arc::new(Call {
@@ -143,15 +223,59 @@ pub(crate) fn serve(
                 method: method.to_owned(),
                 params,
                 call,
+                batch: batch.cloned(),
             };
-            if jobs_tx.send(job).is_err() {
-                break;
-            }
-            continue;
+            // The workers outlive this loop: the send cannot fail.
+            return match jobs_tx.send(job) {
+                Ok(()) => None,
+                Err(e) => Some(Some(response(
+                    &e.0.id,
+                    Err((rpc::INTERNAL_ERROR, "the server is stopping".into())),
+                ))),
+            };
         }
-        failed = match server.answer(method, &params, None) {
-            Ok(result) => out.result(id, result),
-            Err((code, message)) => out.error(id, code, &message),
+        Some(Some(response(id, server.answer(method, &params, None))))
+    };
+    let mut failed = Ok(());
+    while let Some(raw) = next() {
+        let msg = match rpc::parse(&raw) {
+            Ok(m) => m,
+            Err(e) => {
+                failed = out.error(&Value::Null, rpc::PARSE_ERROR, &e);
+                if failed.is_err() {
+                    break;
+                }
+                continue;
+            }
+        };
+        failed = match msg {
+            // A batch (the 2025-03-26 revision): its answers go back as one
+            // array once every request in it is answered.
+            Value::Array(items) if !items.is_empty() => {
+                let batch = Arc::new(Batch {
+                    answers: Mutex::new(Vec::new()),
+                    left: AtomicUsize::new(items.len()),
+                });
+                let mut r = Ok(());
+                for item in &items {
+                    // `None`: queued, and its worker tells the batch.
+                    if let Some(answer) = handle(item, Some(&batch)) {
+                        r = r.and(batch.done(out, answer));
+                    }
+                }
+                r
+            }
+            Value::Array(_) => out.send(&response(
+                &Value::Null,
+                Err((
+                    rpc::INVALID_REQUEST,
+                    "Invalid Request: an empty batch".into(),
+                )),
+            )),
+            msg => match handle(&msg, None) {
+                Some(Some(answer)) => out.send(&answer),
+                Some(None) | None => Ok(()),
+            },
         };
         if failed.is_err() {
             break;

@@ -413,6 +413,76 @@ mod tests {
         to.write_all(format!("{v}\n").as_bytes()).unwrap();
     }
 
+    /// Every request is answered: a batch (2025-03-26) with one array,
+    /// holding the answers of its requests and none for its notifications;
+    /// messages that are not requests with -32600 under their id, or null.
+    #[test]
+    fn batches_are_answered_together_and_invalid_requests_with_32600() {
+        let (mut to, answers, server) = start();
+        let next = || answers.recv_timeout(Duration::from_secs(30)).unwrap();
+        send(
+            &mut to,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                   "params": {"protocolVersion": "2025-03-26", "capabilities": {},
+                              "clientInfo": {"name": "t", "version": "1"}}}),
+        );
+        assert_eq!(next()["result"]["protocolVersion"], "2025-03-26");
+        send(
+            &mut to,
+            json!([{"jsonrpc": "2.0", "id": 2, "method": "ping"}]),
+        );
+        assert_eq!(next(), json!([{"jsonrpc": "2.0", "id": 2, "result": {}}]));
+        // A request a worker runs, a quick one and a notification together.
+        send(
+            &mut to,
+            json!([
+                {"jsonrpc": "2.0", "id": "a", "method": "tools/call",
+                 "params": {"name": "run", "arguments": {"command": "echo batched"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": "b", "method": "ping"}
+            ]),
+        );
+        let batch = next();
+        let items = batch.as_array().unwrap();
+        assert_eq!(items.len(), 2, "{batch}");
+        let by_id = |id: &str| items.iter().find(|a| a["id"] == id).unwrap().clone();
+        assert_eq!(by_id("b")["result"], json!({}));
+        assert_eq!(
+            by_id("a")["result"]["content"][0]["text"],
+            "batched\n",
+            "{batch}"
+        );
+        for (msg, id) in [
+            (json!({"id": 3, "method": 5}), json!(3)),
+            (json!(42), Value::Null),
+            (json!("x"), Value::Null),
+            (
+                json!({"jsonrpc": "2.0", "id": [1], "method": "ping"}),
+                Value::Null,
+            ),
+            (json!({"jsonrpc": "2.0", "id": 4}), json!(4)),
+            (json!([]), Value::Null),
+        ] {
+            send(&mut to, msg.clone());
+            let a = next();
+            assert_eq!(a["error"]["code"], -32600, "{msg}: {a}");
+            assert_eq!(a["id"], id, "{msg}: {a}");
+        }
+        // A batch of notifications alone gets nothing back: the next
+        // answer is the ping's.
+        send(
+            &mut to,
+            json!([{"jsonrpc": "2.0", "method": "notifications/initialized"}]),
+        );
+        send(
+            &mut to,
+            json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}),
+        );
+        assert_eq!(next()["id"], 9);
+        drop(to);
+        server.join().unwrap();
+    }
+
     #[test]
     fn a_long_call_delays_no_ping_and_a_cancelled_one_is_killed_and_not_answered() {
         let (mut to, answers, server) = start();
