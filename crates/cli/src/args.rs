@@ -116,7 +116,7 @@ pub struct CodeArgs {
 #[derive(Args, Debug)]
 pub struct LimitArgs {
     /// Stop the program after this long (`30s`, `2m`); at most a day.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = positive_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = wall_time_limit)]
     pub timeout: HumanDuration,
     /// The program's memory limit (`64MiB`, `1GiB`): 1 MiB to 16 GiB.
     #[arg(long, value_name = "SIZE", default_value = "64MiB")]
@@ -516,6 +516,18 @@ pub struct McpServeArgs {
     /// to this session log (created when missing).
     #[arg(long, value_name = "FILE")]
     pub session_log: Option<PathBuf>,
+}
+
+/// A program's wall-time limit, above zero: a program always has one.
+fn wall_time_limit(s: &str) -> Result<HumanDuration, String> {
+    let d: HumanDuration = s.parse().map_err(|e| format!("{e}"))?;
+    if d.get().is_zero() {
+        return Err(
+            "a wall-time limit of 0 would end every program at once: give a longer one (leave --timeout out for 30s)"
+                .to_owned(),
+        );
+    }
+    Ok(d)
 }
 
 /// A duration above zero: a timeout of zero would kill the command at once.

@@ -293,9 +293,9 @@ fn code(eff: &Effective, store: &Store, args: CodeArgs) -> Result<i32> {
         .filter_map(|b| b.as_text())
         .collect::<Vec<_>>()
         .join("\n");
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
+    // Always one newline after the result, as `echo` prints: the output
+    // less its last newline is the result, to the byte.
+    text.push('\n');
     emit(text.as_bytes())?;
     if let Some(e) = recorded {
         return Err(anyhow!("session log: {e}"));

@@ -46,6 +46,13 @@ fn a_program_from_stdin_or_a_file_calls_the_tools_and_prints_its_result() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "from a file\n");
     assert!(out.status.success());
+    // One newline after the result, whether or not the result ends with
+    // one: the output less that newline is the result (an empty string
+    // returned adds no part to the logs).
+    for (result, printed) in [("'a'", "a\n"), ("'a\\n'", "a\n\n"), ("''", "")] {
+        let (out, err, _) = code(dir.path(), &[], &format!("print('x'); return {result}"));
+        assert_eq!(out, format!("x\n{printed}"), "{result}: {err}");
+    }
 }
 
 #[test]
@@ -77,6 +84,9 @@ fn bad_flags_and_bad_programs_are_clear_errors() {
     );
     let (_, err, status) = code(dir.path(), &["--timeout", "0s"], "return 1");
     assert_eq!(status, 2, "{err}");
+    // What it says is true: leaving --timeout out gives 30 s, not none.
+    assert!(err.contains("leave --timeout out for 30s"), "{err}");
+    assert!(!err.contains("for none"), "{err}");
     let out = run_spillway(dir.path(), &["code"], b"\xff\xfe");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not UTF-8"));

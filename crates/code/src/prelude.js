@@ -17,11 +17,10 @@
       return String(v);
     }
   };
-  // A lone surrogate has no UTF-8: it becomes U+FFFD, as it would in a
-  // file written by any JavaScript runtime.
-  const wellFormed = (s) => (s.isWellFormed() ? s : s.toWellFormed());
+  // A lone surrogate (which has no UTF-8) becomes U+FFFD on the host's
+  // side, where the program cannot reach.
   const log = (...args) =>
-    hostLog(wellFormed(args.length === 1 && typeof args[0] === "string" ? args[0] : args.map(toText).join(" ")));
+    hostLog(args.length === 1 && typeof args[0] === "string" ? args[0] : args.map(toText).join(" "));
   const console = { log, info: log, warn: log, error: log, debug: log };
   Object.freeze(console);
   const tools = Object.create(null);

@@ -75,10 +75,23 @@ const LOG_BATCH: usize = 64 << 10;
 
 /// The first line of a program is line 1 of `run_code`'s stack traces.
 const WRAP_HEAD: &str = "(async function () {";
-/// A returned string with a lone surrogate (no UTF-8) comes back with
-/// U+FFFD in its place.
-const WRAP_TAIL: &str =
-    "\n})().then((v) => (typeof v === \"string\" && !v.isWellFormed() ? v.toWellFormed() : v))";
+const WRAP_TAIL: &str = "\n})()";
+
+/// A JavaScript string's text for the host. A string with a lone
+/// surrogate (which has no UTF-8) is first made well formed by the
+/// engine's own `String.prototype.toWellFormed`, taken before the program
+/// ran (`well_formed`): each lone surrogate becomes U+FFFD, and nothing the
+/// program can override stands between its strings and the host.
+fn js_text<'js>(s: rquickjs::String<'js>, well_formed: &Function<'js>) -> rquickjs::Result<String> {
+    match s.to_string() {
+        Ok(t) => Ok(t),
+        Err(rquickjs::Error::Utf8(_)) => {
+            let fixed: rquickjs::String<'js> = well_formed.call((rquickjs::function::This(s),))?;
+            fixed.to_string()
+        }
+        Err(e) => Err(e),
+    }
+}
 
 /// Logs printed and not yet sent: lines joined by `\n`, and how many. The
 /// host takes what is left here from a program it leaves behind.
@@ -156,6 +169,9 @@ struct Shared<'js> {
     timers: BTreeMap<(Instant, u32), Function<'js>>,
     timer_due: HashMap<u32, Instant>,
     next_timer: u32,
+    /// The engine's `String.prototype.toWellFormed`, taken before the
+    /// program ran (see [`js_text`]).
+    well_formed: Option<Function<'js>>,
 }
 
 /// What the host and the program's thread share besides their channels:
@@ -205,7 +221,17 @@ pub(crate) fn run(
         unsent: unsent.clone(),
         to_host: to_host.clone(),
     }));
+    let last = code.rsplit('\n').next().unwrap_or("");
     let run = Run {
+        end: (
+            code.matches('\n').count() + 1,
+            last.chars().count()
+                + if code.contains('\n') {
+                    0
+                } else {
+                    WRAP_HEAD.len()
+                },
+        ),
         abort,
         refused: &refused,
         limits,
@@ -221,6 +247,7 @@ pub(crate) fn run(
             timers: BTreeMap::new(),
             timer_due: HashMap::new(),
             next_timer: 0,
+            well_formed: None,
         }));
         let r = run.main(&ctx, code, tools, &logs, &shared);
         // Functions the loop still holds (a call not settled, a timer not
@@ -228,6 +255,7 @@ pub(crate) fn run(
         let mut s = shared.borrow_mut();
         s.pending.clear();
         s.timers.clear();
+        s.well_formed = None;
         r
     });
     logs.borrow_mut().flush();
@@ -235,6 +263,9 @@ pub(crate) fn run(
 }
 
 struct Run<'r> {
+    /// The program's last line and that line's length, as the engine
+    /// counts them (line 1 starts after the wrapper's head).
+    end: (usize, usize),
     abort: &'r Abort,
     /// Set when the allocator refused memory past the limit.
     refused: &'r AtomicBool,
@@ -300,7 +331,7 @@ impl Run<'_> {
                         None => continue,
                     };
                     logs.borrow_mut().flush();
-                    return self.value(ctx, v);
+                    return self.value(ctx, shared, v);
                 }
                 rquickjs::promise::PromiseState::Rejected => {
                     let e = match main.result::<Value<'js>>() {
@@ -411,20 +442,22 @@ impl Run<'_> {
     fn value<'js>(
         &self,
         ctx: &Ctx<'js>,
+        shared: &Rc<RefCell<Shared<'js>>>,
         v: Value<'js>,
     ) -> Result<Option<CodeValue>, CodeRunFailed> {
         if v.is_undefined() {
             return Ok(None);
         }
+        let Some(well_formed) = shared.borrow().well_formed.clone() else {
+            return Err(CodeRunFailed::new("the runtime was not started"));
+        };
         if let Some(s) = v.as_string() {
-            return s
-                .to_string()
+            return js_text(s.clone(), &well_formed)
                 .map(|t| Some(CodeValue::Text(t)))
                 .map_err(|e| self.thrown(ctx, e));
         }
         match ctx.json_stringify(v) {
-            Ok(Some(s)) => s
-                .to_string()
+            Ok(Some(s)) => js_text(s, &well_formed)
                 .map(|t| Some(CodeValue::JsonText(t)))
                 .map_err(|e| self.thrown(ctx, e)),
             // A function or a symbol: no JSON, no result.
@@ -478,22 +511,73 @@ impl Run<'_> {
                 ),
             );
         }
-        let head = match (name.is_empty(), message) {
+        let mut head = match (name.is_empty(), message) {
             (false, Some(m)) => format!("Uncaught {name}: {m}"),
             _ => format!("Uncaught {}", describe(ctx, &value)),
         };
-        let frames: Vec<&str> = stack
+        let mut past_end = false;
+        let frames: Vec<String> = stack
             .as_deref()
             .unwrap_or("")
             .lines()
             .filter(|l| l.contains("run_code") && !l.contains("<eval>"))
             .take(8)
+            .map(|l| {
+                let (frame, past) = self.program_place(l);
+                past_end |= past;
+                frame
+            })
             .collect();
+        // A syntax error at the wrapper's closing brace: the program ended
+        // in the middle of a statement or an expression.
+        if past_end && name == "SyntaxError" {
+            head = "Uncaught SyntaxError: the program ends in the middle of a statement or an expression".into();
+        }
         CodeRunFailed::new(if frames.is_empty() {
             head
         } else {
             format!("{head}\n{}", frames.join("\n"))
         })
+    }
+
+    /// A stack frame's `run_code:LINE:COLUMN` as a place in the program:
+    /// line 1's columns without the wrapper's head, and a place in the
+    /// wrapper's tail as just past the program's end (then `true`).
+    fn program_place(&self, frame: &str) -> (String, bool) {
+        const AT: &str = "run_code:";
+        let Some(i) = frame.find(AT) else {
+            return (frame.to_owned(), false);
+        };
+        let rest = &frame[i + AT.len()..];
+        let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
+        let n = digits(rest);
+        let Ok(line) = rest[..n].parse::<usize>() else {
+            return (frame.to_owned(), false);
+        };
+        let Some(after) = rest[n..].strip_prefix(':') else {
+            return (frame.to_owned(), false);
+        };
+        let m = digits(after);
+        let Ok(col) = after[..m].parse::<usize>() else {
+            return (frame.to_owned(), false);
+        };
+        let (last_line, last_len) = self.end;
+        let (line, col, past) = if line > last_line {
+            let col = if last_line == 1 {
+                last_len - WRAP_HEAD.len()
+            } else {
+                last_len
+            };
+            (last_line, col + 1, true)
+        } else if line == 1 {
+            (1, col.saturating_sub(WRAP_HEAD.len()).max(1), false)
+        } else {
+            (line, col, false)
+        };
+        (
+            format!("{}{AT}{line}:{col}{}", &frame[..i], &after[m..]),
+            past,
+        )
     }
 
     /// Puts `print`, `console`, `tools` and the timers in the context.
@@ -504,14 +588,31 @@ impl Run<'_> {
         logs: &Rc<RefCell<Logs>>,
         shared: &Rc<RefCell<Shared<'js>>>,
     ) -> rquickjs::Result<()> {
+        // Taken before any code of the program's runs.
+        let well_formed: Function<'js> = ctx
+            .globals()
+            .get::<_, rquickjs::Object<'js>>("String")?
+            .get::<_, rquickjs::Object<'js>>("prototype")?
+            .get("toWellFormed")?;
+        // Kept in the loop's state, which lets it go at the end of the run
+        // (a closure's hold on it would keep the context alive).
+        shared.borrow_mut().well_formed = Some(well_formed);
         let prelude: Function<'js> = ctx.eval(include_str!("prelude.js"))?;
-        let l = logs.clone();
-        // The line's bytes go straight into the batch: one copy.
+        let (l, s) = (logs.clone(), shared.clone());
         let log = Function::new(
             ctx.clone(),
             move |line: rquickjs::String<'js>| -> rquickjs::Result<()> {
-                let line = line.to_cstring()?;
-                l.borrow_mut().push(line.as_str());
+                let text = match line.to_string() {
+                    Ok(t) => t,
+                    Err(_) => {
+                        let well_formed = s.borrow().well_formed.clone();
+                        match well_formed {
+                            Some(w) => js_text(line, &w)?,
+                            None => return Ok(()),
+                        }
+                    }
+                };
+                l.borrow_mut().push(&text);
                 Ok(())
             },
         )?;
@@ -573,16 +674,25 @@ impl Run<'_> {
     }
 }
 
-/// How a thrown value that is not an `Error` reads.
+/// How a thrown value that is not an `Error` reads, as JavaScript writes
+/// it: `undefined`, `null`, a string as it is, JSON, else its kind.
 fn describe<'js>(ctx: &Ctx<'js>, v: &Value<'js>) -> String {
+    use rquickjs::Type;
     if let Some(s) = v.as_string().and_then(|s| s.to_string().ok()) {
         return s;
+    }
+    match v.type_of() {
+        Type::Undefined | Type::Uninitialized => return "undefined".into(),
+        Type::Null => return "null".into(),
+        Type::Symbol => return "a symbol".into(),
+        Type::Function | Type::Constructor => return "a function".into(),
+        _ => {}
     }
     match ctx.json_stringify(v.clone()) {
         Ok(Some(s)) => s.to_string().unwrap_or_default(),
         _ => {
             let _ = ctx.catch();
-            format!("{:?}", v.type_of())
+            v.type_name().to_string()
         }
     }
 }

@@ -227,6 +227,28 @@ fn a_failure_keeps_its_logs_and_names_the_error_and_line() {
     // A program's own `null` is not mistaken for the engine out of memory.
     let r = run(&h, "c4", "throw null");
     assert_eq!(text(&r), "CODE_RUN_FAILED: Uncaught null");
+    // A thrown `undefined` reads as JavaScript writes it.
+    let r = run(&h, "c5", "throw undefined");
+    assert_eq!(text(&r), "CODE_RUN_FAILED: Uncaught undefined");
+    // A place on line 1 has the same column as on any other line.
+    let r = run(&h, "c6", "throw new Error('bad')");
+    assert!(text(&r).ends_with("run_code:1:11)"), "{}", text(&r));
+    let r = run(&h, "c7", "\nthrow new Error('bad')");
+    assert!(text(&r).ends_with("run_code:2:11)"), "{}", text(&r));
+    // A program that ends too soon is said so, at its end, not at the
+    // wrapper's closing brace.
+    for (code, place) in [
+        ("return (", "run_code:1:9"),
+        ("let a = 1\nreturn (a", "run_code:2:10"),
+    ] {
+        let r = run(&h, "c8", code);
+        let t = text(&r);
+        assert!(
+            t.starts_with("CODE_RUN_FAILED: Uncaught SyntaxError: the program ends in the middle"),
+            "{code}: {t}"
+        );
+        assert!(t.contains(place), "{code}: {t}");
+    }
     let r = run(&h, "c3", "this is not javascript");
     assert!(
         text(&r).starts_with("CODE_RUN_FAILED: Uncaught SyntaxError"),
@@ -398,6 +420,22 @@ fn odd_values_and_arguments_get_clear_results() {
         // A lone surrogate has no UTF-8: U+FFFD, in a log and in a result.
         ("print('a \\ud800 b'); return '\\ud800 lone'", "a \u{FFFD} b\n\u{FFFD} lone", false),
         ("return {s: '\\ud800'}", r#"{"s":"\ud800"}"#, false),
+        // A program that overrides the methods a guard in the sandbox
+        // would call still cannot send the host a string that is not
+        // UTF-8: the host converts.
+        (
+            "String.prototype.isWellFormed = () => true; String.prototype.toWellFormed = function () { return this }; print('a\\uD800b'); return 'x\\uDC00y'",
+            "a\u{FFFD}b\nx\u{FFFD}y",
+            false,
+        ),
+        // A NUL in a log line, a result or a failure shows as U+2400, and
+        // the rest of the output stays text.
+        ("print('a\\u0000b'); return 'c\\0d'", "a\u{2400}b\nc\u{2400}d", false),
+        (
+            "print('a\\u0000b'); throw new Error('the real error\\0')",
+            "a\u{2400}b\nCODE_RUN_FAILED: Uncaught Error: the real error\u{2400}\n    at <anonymous> (run_code:1:30)",
+            true,
+        ),
         ("return [undefined, NaN, new Date(0)]", r#"[null,null,"1970-01-01T00:00:00.000Z"]"#, false),
         ("return () => 1", NO_OUTPUT, false),
         ("return 10n", "CODE_RUN_FAILED: the returned value is not JSON: Uncaught TypeError: BigInt are forbidden in JSON.stringify", true),

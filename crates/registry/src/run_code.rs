@@ -15,6 +15,23 @@ use super::{text_of, Block, Cx, Registry, Rendered, Tool, ToolCall, ToolError, T
 /// The text when a program logged nothing and returned nothing.
 pub const NO_OUTPUT: &str = "(run_code completed with no output)";
 
+/// What a NUL in a program's logs, returned text or failure becomes:
+/// U+2400 SYMBOL FOR NULL. A program's output is text; a raw NUL would make
+/// the spill stage take the whole result, its failure included, for binary
+/// output and show none of it.
+pub const VISIBLE_NUL: &str = "\u{2400}";
+
+/// Writes `text` with each NUL as [`VISIBLE_NUL`].
+fn write_visible(out: &mut dyn Write, text: &[u8]) -> io::Result<()> {
+    let mut rest = text;
+    while let Some(i) = memchr::memchr(0, rest) {
+        out.write_all(&rest[..i])?;
+        out.write_all(VISIBLE_NUL.as_bytes())?;
+        rest = &rest[i + 1..];
+    }
+    out.write_all(rest)
+}
+
 /// What a program produced: its captured logs and its return value.
 #[derive(Debug, Default)]
 pub struct RunCodeOutput {
@@ -159,7 +176,7 @@ impl Renderer {
         if self.lines > 0 {
             out.write_all(b"\n")?;
         }
-        out.write_all(line)?;
+        write_visible(out, line)?;
         self.lines += 1;
         self.wrote |= !line.is_empty();
         Ok(())
@@ -170,7 +187,7 @@ impl Renderer {
         if self.lines > 0 {
             out.write_all(b"\n")?;
         }
-        out.write_all(joined)?;
+        write_visible(out, joined)?;
         self.lines += lines;
         // All empty, they are only their `lines - 1` separators.
         self.wrote |= joined.len() as u64 > lines - 1;
@@ -199,7 +216,7 @@ impl Renderer {
             out.write_all(b"\n")?;
         }
         match result {
-            Some(ResultRef::Text(s)) => out.write_all(s.as_bytes())?,
+            Some(ResultRef::Text(s)) => write_visible(out, s.as_bytes())?,
             Some(ResultRef::Json(v)) => write_json(v, out)?,
             Some(ResultRef::JsonText(t)) => out.write_all(t.as_bytes())?,
             None => {}
@@ -215,7 +232,8 @@ impl Renderer {
         if self.logs_part() {
             out.write_all(b"\n")?;
         }
-        write!(out, "{}: {}", CodeRunFailed::CODE, failed.message)
+        write!(out, "{}: ", CodeRunFailed::CODE)?;
+        write_visible(out, failed.message.as_bytes())
     }
 }
 
