@@ -46,6 +46,18 @@ fn a_program_from_stdin_or_a_file_calls_the_tools_and_prints_its_result() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "from a file\n");
     assert!(out.status.success());
+    // A nested value is the whole output as text: a NUL stays a NUL (as
+    // `find -print0` writes them), a byte that is not UTF-8 is U+FFFD.
+    let (out, err, status) = code(
+        dir.path(),
+        &[],
+        r#"const v = await tools.run({command: "printf 'a\\000b\\n'"}); const w = await tools.run({command: "printf 'c\\377d'"}); return [v.length, v.charCodeAt(1), v.split('\0'), w]"#,
+    );
+    assert_eq!(
+        (out.as_str(), status),
+        ("[4,0,[\"a\",\"b\\n\"],\"c\u{FFFD}d\"]\n", 0),
+        "{err}"
+    );
     // One newline after the result, whether or not the result ends with
     // one: the output less that newline is the result (an empty string
     // returned adds no part to the logs).

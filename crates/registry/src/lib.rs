@@ -938,13 +938,28 @@ impl Cx<'_> {
     /// # Errors
     ///
     /// [`ToolError::Failed`] when the store failed and the policy says fail.
+    ///
+    /// A nested call's program gets the complete value, never a notice:
+    /// output with a NUL or bytes that are not UTF-8 (which the stage
+    /// describes instead of showing) is read back from the store and given
+    /// as text, each NUL as it is and each byte sequence that is not UTF-8
+    /// as U+FFFD.
     pub fn finish(&mut self, stage: ToolStage) -> Result<Outcome, ToolError> {
         self.scanned
             .extend(stage.scanners.into_iter().map(OutputScanner::finish));
-        stage
+        let mut outcome = stage
             .stage
             .finish()
-            .map_err(|e| ToolError::Failed(e.to_string()))
+            .map_err(|e| ToolError::Failed(e.to_string()))?;
+        if self.nested && (outcome.binary || outcome.invalid_utf8) {
+            let whole = outcome.spill.as_ref().filter(|s| !s.truncated);
+            if let Some(s) = whole {
+                if let Ok(bytes) = self.registry.store().read(&s.id, &spillway::Selection::All) {
+                    outcome.content = String::from_utf8_lossy(&bytes).into_owned();
+                }
+            }
+        }
+        Ok(outcome)
     }
 
     /// The store.
