@@ -12,6 +12,7 @@ use spillway_registry::run_code::{CodeHost, CodeRunFailed, CodeValue, Limit, Nes
 use crate::deadline::Deadline;
 use crate::limits::Limits;
 use crate::sandbox::{self, Completion, Link, ToHost, Unsent};
+use crate::slots::{NoSlot, Slot, MAX_PROGRAMS};
 
 /// Room on the program's thread beyond the engine's stack limit: the
 /// engine's own C frames and the host functions it calls.
@@ -28,13 +29,6 @@ const STRAGGLE: Duration = Duration::from_millis(500);
 /// The host sees a cancellation within this long.
 const CANCEL_SEEN: Duration = Duration::from_millis(50);
 
-/// Programs of this process left behind that have not stopped yet.
-static LEFT_BEHIND: AtomicUsize = AtomicUsize::new(0);
-
-/// The most programs left behind at once: past it, a new run is refused
-/// until one of them stops, so runaway programs cannot pile up.
-const MAX_LEFT_BEHIND: usize = 4;
-
 /// A program thread's fate: still running, ended (and joined), or left
 /// behind. Whichever of the thread and the host moves it first decides.
 const RUNNING: u8 = 0;
@@ -49,12 +43,6 @@ pub(crate) fn run(
     host: &mut CodeHost<'_>,
     limits: &Limits,
 ) -> Result<Option<CodeValue>, CodeRunFailed> {
-    let behind = LEFT_BEHIND.load(Ordering::SeqCst);
-    if behind >= MAX_LEFT_BEHIND {
-        return Err(CodeRunFailed::new(format!(
-            "{behind} earlier programs did not stop at their wall-time limit or cancellation and still run; run again when one of them has stopped"
-        )));
-    }
     let link = Link {
         cancel: host.cancellation(),
         // Set by a worker when a nested call's tool is gone: the run ends.
@@ -62,6 +50,31 @@ pub(crate) fn run(
         deadline: Arc::new(Deadline::after(limits.timeout(), host.deadline())),
         unsent: Arc::new(Mutex::new(Unsent::default())),
     };
+    // A slot of this process's few, within the run's own time: the
+    // program's thread holds it, also when it is left behind.
+    let slot = match Slot::take(link.deadline.at(), &link.cancel) {
+        Ok(s) => s,
+        Err(NoSlot::LeftBehind(n)) => {
+            return Err(CodeRunFailed::new(format!(
+                "{n} earlier programs did not stop at their wall-time limit or cancellation and still run; run again when one of them has stopped"
+            )))
+        }
+        Err(NoSlot::Cancelled) => {
+            return Err(CodeRunFailed::new(
+                "the call was cancelled before its program started",
+            ))
+        }
+        Err(NoSlot::Busy) => {
+            return Err(CodeRunFailed::limit(
+                Limit::WallTime,
+                format!(
+                    "the program did not start within its wall-time limit of {} s: {MAX_PROGRAMS} programs ran at once in this process, the most it runs",
+                    limits.timeout().as_secs_f64()
+                ),
+            ))
+        }
+    };
+    let slot = Arc::new(Mutex::new(slot));
     let tools = host.tools().to_vec();
     let dispatcher = host.dispatcher();
     let (to_host, from_program) = mpsc::sync_channel::<ToHost>(QUEUE);
@@ -76,15 +89,13 @@ pub(crate) fn run(
         .stack_size(limits.stack() + STACK_ROOM)
         .spawn({
             let (code, limits) = (code.to_owned(), limits.clone());
-            let (link, fate) = (link.clone(), fate.clone());
+            let (link, fate, slot) = (link.clone(), fate.clone(), slot.clone());
             move || {
                 let r = sandbox::run(&code, &tools, &limits, &link, to_host, done_rx);
-                if fate
-                    .compare_exchange(RUNNING, ENDED, Ordering::SeqCst, Ordering::SeqCst)
-                    .is_err()
-                {
-                    LEFT_BEHIND.fetch_sub(1, Ordering::SeqCst);
-                }
+                let _ = fate.compare_exchange(RUNNING, ENDED, Ordering::SeqCst, Ordering::SeqCst);
+                // The slot goes back when the last of the thread and the
+                // host lets go of it.
+                drop(slot);
                 r
             }
         });
@@ -156,7 +167,7 @@ pub(crate) fn run(
         drop(done_tx);
         left_behind
     });
-    if left_behind && leave(&fate) {
+    if left_behind && leave(&fate, &slot) {
         // Its thread ends at the engine's next poll; nobody waits for it.
         drop(program);
         last_logs(host, &from_program, &link.unsent);
@@ -215,15 +226,16 @@ fn last_logs(
     }
 }
 
-/// Counts the program left behind, unless it ended just now (then the
-/// caller joins it as usual).
-fn leave(fate: &AtomicU8) -> bool {
-    LEFT_BEHIND.fetch_add(1, Ordering::SeqCst);
+/// Counts the program left behind (its slot stays held until it stops),
+/// unless it ended just now (then the caller joins it as usual).
+fn leave(fate: &AtomicU8, slot: &Mutex<Slot>) -> bool {
     let left = fate
         .compare_exchange(RUNNING, LEFT, Ordering::SeqCst, Ordering::SeqCst)
         .is_ok();
-    if !left {
-        LEFT_BEHIND.fetch_sub(1, Ordering::SeqCst);
+    if left {
+        slot.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .leave();
     }
     left
 }

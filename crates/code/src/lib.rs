@@ -54,6 +54,7 @@ mod deadline;
 mod host;
 mod limits;
 mod sandbox;
+mod slots;
 
 pub use limits::{
     Limits, LimitsBuilder, LimitsError, DEFAULT_CONCURRENCY, DEFAULT_MEMORY, DEFAULT_STACK,
@@ -61,6 +62,17 @@ pub use limits::{
 };
 
 use spillway_registry::run_code::{CodeHost, CodeRunFailed, CodeRuntime, CodeValue};
+
+/// The most programs this process runs at once, counting those left
+/// behind: a run waits for one of them to end (within its own wall-time
+/// limit), so no more than this many are ever left behind.
+pub const MAX_PROGRAMS: usize = slots::MAX_PROGRAMS;
+
+/// How many programs of this process were left behind (they did not stop
+/// within 500 ms of their limit or cancellation) and still run.
+pub fn programs_left_behind() -> usize {
+    slots::left_behind()
+}
 
 /// The JavaScript runtime of `run_code`: QuickJS, a fresh sandbox per run.
 #[derive(Clone, Debug, Default)]

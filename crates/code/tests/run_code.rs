@@ -146,6 +146,34 @@ fn events(h: &Harness) -> Vec<Event> {
         .events
 }
 
+/// Taken by the tests that leave programs behind: each waits for its
+/// programs to stop before it ends ([`LeavesBehind`]), so that they never
+/// hold the process's few program slots while other tests run.
+static LEAVING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Held by a test that leaves programs behind; waits for them to stop when
+/// dropped.
+struct LeavesBehind(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+
+impl LeavesBehind {
+    fn new() -> Self {
+        LeavesBehind(
+            LEAVING
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+}
+
+impl Drop for LeavesBehind {
+    fn drop(&mut self) {
+        let until = Instant::now() + Duration::from_secs(120);
+        while spillway_code::programs_left_behind() > 0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 /// The next run works and sees nothing of the one before.
 fn next_run_works(h: &Harness) {
     let r = run(h, "after", "return typeof leaked + ':' + (1 + 1)");
@@ -629,6 +657,7 @@ const STUCK: &str = "const s = 'a'.repeat(1e5), p = 'a'.repeat(5e4) + 'b'; retur
 
 #[test]
 fn a_program_that_does_not_stop_at_its_limit_is_left_behind_and_the_call_answers() {
+    let _serial = LeavesBehind::new();
     let h = limited(|l| {
         l.timeout(Duration::from_millis(300));
     });
@@ -664,6 +693,7 @@ fn a_program_that_does_not_stop_at_its_limit_is_left_behind_and_the_call_answers
 
 #[test]
 fn a_cancelled_call_answers_at_once_even_when_its_program_does_not_stop() {
+    let _serial = LeavesBehind::new();
     let h = harness();
     let cases = [
         // Stops at the cancellation: its allocations are refused.
