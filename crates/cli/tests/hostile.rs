@@ -349,6 +349,33 @@ fn tool_names_are_unique_when_an_upstream_tool_clashes() {
     assert_gone(&pids, "clash");
 }
 
+/// An upstream tool whose schema refers back to itself eight times over
+/// (about 200 bytes, which once made a 74 MB declaration): `run_code`'s
+/// description stays small, and the tool works.
+#[test]
+fn a_recursive_schema_cannot_blow_up_the_declaration() {
+    let mut c = proxy("recursive", "10s");
+    let t = Instant::now();
+    let list = c.request("tools/list", json!({}), Duration::from_secs(30));
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
+    let description = list["result"]["tools"][0]["description"].as_str().unwrap();
+    assert!(description.contains("echo(args: {"), "{description}");
+    assert!(description.len() < 200_000, "{} bytes", description.len());
+    let (text, is_error, _) = c.run_code(
+        "return await tools.echo({s: 'ok'})",
+        Duration::from_secs(30),
+    );
+    assert!(!is_error, "{text}");
+    assert_eq!(text, "echo:ok");
+    let pids = c.server_pids("server.pid");
+    assert_eq!(c.terminate(), Some(128 + 15));
+    assert_gone(&pids, "recursive");
+}
+
 /// SIGTERM to `mcp serve` stops the commands its calls run, top-level and
 /// nested, and it exits 128 + 15.
 #[test]

@@ -6,13 +6,21 @@
 //! `required`, `additionalProperties`, `items`, `enum`, `const`, `anyOf`,
 //! `oneOf`, `allOf`, `description`, and local `$ref`s (`#/$defs/…`,
 //! `#/definitions/…`). Anything else is `unknown`. The output is bounded:
-//! nesting past [`MAX_DEPTH`] and references past it are `unknown`, so a
-//! hostile or cyclic schema cannot blow up the declaration.
+//! nesting past [`MAX_DEPTH`] and references past it are `unknown`, and a
+//! schema is followed through at most [`MAX_NODES`] subschemas (the rest
+//! are `unknown`, and an object whose share is spent says how many of its
+//! properties it does not list), so a hostile or cyclic schema (one whose
+//! properties all refer back to the root, say) cannot blow up the
+//! declaration: each type is at most about twice [`MAX_NODES`] lines
+//! however the schema is built.
 
 use serde_json::Value;
 
 /// How deep a schema is followed before its type is `unknown`.
 pub const MAX_DEPTH: usize = 12;
+
+/// How many subschemas of one schema are read; past them, `unknown`.
+pub const MAX_NODES: usize = 1000;
 
 /// One tool as a program sees it.
 #[derive(Clone, Debug, PartialEq)]
@@ -118,11 +126,16 @@ fn grouped(ty: &str) -> String {
 /// Converts one schema, resolving references against its root.
 struct Ts<'a> {
     root: &'a Value,
+    /// Subschemas still to be read (see [`MAX_NODES`]).
+    left: std::cell::Cell<usize>,
 }
 
 impl<'a> Ts<'a> {
     fn new(root: &'a Value) -> Self {
-        Ts { root }
+        Ts {
+            root,
+            left: std::cell::Cell::new(MAX_NODES),
+        }
     }
 
     fn resolve(&self, r: &str) -> Option<&'a Value> {
@@ -132,6 +145,12 @@ impl<'a> Ts<'a> {
 
     /// The TypeScript type of `s`, indented for `level`, `depth` deep.
     fn ty(&self, s: &'a Value, level: usize, depth: usize) -> String {
+        // Every subschema read costs one, the ones past the depth bound
+        // too: each line of the declaration is paid for.
+        if self.left.get() == 0 {
+            return "unknown".into();
+        }
+        self.left.set(self.left.get() - 1);
         if depth > MAX_DEPTH {
             return "unknown".into();
         }
@@ -234,7 +253,17 @@ impl<'a> Ts<'a> {
         };
         let pad = "  ".repeat(level + 1);
         let mut out = String::from("{\n");
-        for (name, s) in props {
+        let mut extra = extra;
+        for (i, (name, s)) in props.iter().enumerate() {
+            if self.left.get() == 0 {
+                // The schema's share is spent: the rest are not listed.
+                out.push_str(&format!(
+                    "{pad}/* {} more properties not shown */\n",
+                    props.len() - i
+                ));
+                extra = Some("unknown".into());
+                break;
+            }
             if let Some(d) = s.get("description").and_then(Value::as_str) {
                 doc(d, &pad, &mut out);
             }
@@ -269,6 +298,32 @@ mod tests {
             description: None,
             input_schema: input,
             output_schema: None,
+        }
+    }
+
+    /// A schema whose every property refers back to the root grows as
+    /// its fan-out to the depth bound: the node bound keeps the
+    /// declaration small (about 150 bytes of schema, once 3 MB).
+    #[test]
+    fn a_recursive_schema_gives_a_declaration_of_bounded_size() {
+        for fan_out in [2, 5, 8, 50] {
+            let props: serde_json::Map<String, Value> = (0..fan_out)
+                .map(|i| (format!("p{i}"), json!({"$ref": "#"})))
+                .collect();
+            let d = declaration(&[spec("t", json!({"type": "object", "properties": props}))]);
+            assert!(d.contains("p0?:"), "{d}");
+            // Each line costs a subschema, but the closing braces and the
+            // notes of properties not shown, one each per open object.
+            let lines = d.lines().count();
+            assert!(
+                lines <= 2 * MAX_NODES + 4 * MAX_DEPTH,
+                "fan-out {fan_out}: {lines} lines"
+            );
+            assert!(
+                d.len() < 100 * MAX_NODES,
+                "fan-out {fan_out}: {} bytes",
+                d.len()
+            );
         }
     }
 
