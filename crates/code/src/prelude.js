@@ -2,7 +2,7 @@
 // tools and the timers. Evaluated once per run, in the run's fresh
 // context, before the program; the host's functions it is given are kept
 // in this closure and are not reachable from the program by any name.
-(function (hostLog, hostCall, hostTimer, hostClear, toolList) {
+(function (hostLog, hostCall, hostTimer, hostClear, toolList, hostJobFailed) {
   "use strict";
   const toText = (v) => {
     if (typeof v === "string") return v;
@@ -60,7 +60,20 @@
     return hostTimer(() => fn(...args), delay > 0 ? delay : 0);
   };
   const clearTimeout = (id) => hostClear(Number(id) || 0);
-  for (const [name, value] of Object.entries({ print: log, console, tools, setTimeout, clearTimeout })) {
+  // What a microtask throws fails the run, as a timer's error does (the
+  // engine would drop it).
+  const engineQueue = globalThis.queueMicrotask;
+  const queueMicrotask = (fn) => {
+    if (typeof fn !== "function") throw new TypeError("queueMicrotask needs a function");
+    engineQueue(() => {
+      try {
+        fn();
+      } catch (e) {
+        hostJobFailed(e);
+      }
+    });
+  };
+  for (const [name, value] of Object.entries({ print: log, console, tools, setTimeout, clearTimeout, queueMicrotask })) {
     Object.defineProperty(globalThis, name, { value, writable: false, configurable: false, enumerable: false });
   }
 })

@@ -172,6 +172,9 @@ struct Shared<'js> {
     /// The engine's `String.prototype.toWellFormed`, taken before the
     /// program ran (see [`js_text`]).
     well_formed: Option<Function<'js>>,
+    /// What a `queueMicrotask` callback threw: it fails the run, as a
+    /// `setTimeout` callback's error does.
+    job_failed: Option<Value<'js>>,
 }
 
 /// What the host and the program's thread share besides their channels:
@@ -248,14 +251,36 @@ pub(crate) fn run(
             timer_due: HashMap::new(),
             next_timer: 0,
             well_formed: None,
+            job_failed: None,
         }));
-        let r = run.main(&ctx, code, tools, &logs, &shared);
+        let r = run.main(&ctx, code, tools, &logs, &shared).map_err(|f| {
+            // Past the memory limit, whatever failed next that is not a
+            // limit itself (a regexp, a normalization, a promise never
+            // made, a job that threw) failed for want of memory: the limit
+            // is what the run is told. A program that caught running out
+            // and ran on to its wall-time limit is told that limit.
+            let memory = refused.load(Ordering::SeqCst)
+                && f.limit.is_none()
+                && cancel.load(Ordering::SeqCst) == 0;
+            if memory {
+                CodeRunFailed::limit(
+                    Limit::Memory,
+                    format!(
+                        "the program ran past its memory limit of {} bytes",
+                        limits.memory()
+                    ),
+                )
+            } else {
+                f
+            }
+        });
         // Functions the loop still holds (a call not settled, a timer not
         // due) go now, inside the context, so the runtime frees them.
         let mut s = shared.borrow_mut();
         s.pending.clear();
         s.timers.clear();
         s.well_formed = None;
+        s.job_failed = None;
         r
     });
     logs.borrow_mut().flush();
@@ -316,12 +341,20 @@ impl Run<'_> {
         };
         loop {
             while ctx.execute_pending_job() {
-                if self.stopped().is_some() {
+                if self.stopped().is_some() || shared.borrow().job_failed.is_some() {
                     break;
                 }
             }
             if let Some(f) = self.stopped() {
                 return Err(f);
+            }
+            let job_failed = shared.borrow_mut().job_failed.take();
+            if let Some(v) = job_failed {
+                let mut failed = self.failure(ctx, v);
+                if failed.limit.is_none() {
+                    failed.message = format!("in a queueMicrotask callback: {}", failed.message);
+                }
+                return Err(failed);
             }
             match main.state() {
                 rquickjs::promise::PromiseState::Resolved => {
@@ -477,10 +510,20 @@ impl Run<'_> {
         if let Some(f) = self.stopped() {
             return f;
         }
-        let value = match e {
-            rquickjs::Error::Exception => ctx.catch(),
-            other => return CodeRunFailed::new(format!("the engine failed: {other}")),
-        };
+        match e {
+            rquickjs::Error::Exception => {
+                let value = ctx.catch();
+                self.failure(ctx, value)
+            }
+            other => CodeRunFailed::new(format!("the engine failed: {other}")),
+        }
+    }
+
+    /// A failure from a value the program threw.
+    fn failure<'js>(&self, ctx: &Ctx<'js>, value: Value<'js>) -> CodeRunFailed {
+        if let Some(f) = self.stopped() {
+            return f;
+        }
         let (name, message, stack) = match value.as_object() {
             Some(o) if o.is_error() => (
                 o.get::<_, Option<String>>("name").ok().flatten(),
@@ -655,6 +698,10 @@ impl Run<'_> {
             id
         })?;
         let s = shared.clone();
+        let job_failed = Function::new(ctx.clone(), move |e: Value<'js>| {
+            s.borrow_mut().job_failed.get_or_insert(e);
+        })?;
+        let s = shared.clone();
         let clear = Function::new(ctx.clone(), move |id: f64| {
             let mut s = s.borrow_mut();
             if let Some(due) = s.timer_due.remove(&(id as u32)) {
@@ -670,7 +717,7 @@ impl Run<'_> {
             entry.set(3, t.member.as_str())?;
             list.set(i, entry)?;
         }
-        prelude.call::<_, ()>((log, call, timer, clear, list))
+        prelude.call::<_, ()>((log, call, timer, clear, list, job_failed))
     }
 }
 

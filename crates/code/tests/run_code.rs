@@ -747,6 +747,49 @@ fn a_memory_bomb_ends_at_the_memory_limit() {
     next_run_works(&h);
 }
 
+/// Whatever fails once memory ran out (a job in a microtask, a regexp, a
+/// normalization, promises of calls never made), the failure names the
+/// memory limit, not the wall-time limit or the engine's words.
+#[test]
+fn the_memory_limit_is_named_whatever_fails_once_it_is_reached() {
+    let h = limited(|l| {
+        l.timeout(Duration::from_secs(10)).memory(16 << 20);
+    });
+    for code in [
+        "queueMicrotask(() => { const a = []; for (;;) a.push('x'.repeat(1e5)) }); await new Promise((r) => setTimeout(r, 9000))",
+        "for (;;) tools.twice({n: 1})",
+        "return /(?:a|b)*c/.test('ab'.repeat(5e6))",
+        "return '\\u1E9B\\u0323'.repeat(5e6).normalize('NFKD').length",
+    ] {
+        let t = Instant::now();
+        let r = run(&h, "m", code);
+        assert_limit(&r, t, 10.0, "memory limit of 16777216 bytes");
+    }
+    next_run_works(&h);
+}
+
+/// An error thrown in a microtask fails the run, as one in a timer does.
+#[test]
+fn an_error_in_a_microtask_fails_the_run() {
+    let h = harness();
+    let r = run(
+        &h,
+        "q",
+        "print('before'); queueMicrotask(() => { throw new Error('in a job') }); await new Promise((r) => setTimeout(r, 50)); return 'not reached'",
+    );
+    assert!(r.is_error);
+    assert!(
+        text(&r).starts_with(
+            "before\nCODE_RUN_FAILED: in a queueMicrotask callback: Uncaught Error: in a job"
+        ),
+        "{}",
+        text(&r)
+    );
+    // One that is caught is the program's own business.
+    let r = run(&h, "q2", "let seen; queueMicrotask(() => { try { throw 1 } catch (e) { seen = e } }); await null; return seen");
+    assert_eq!(text(&r), "1");
+}
+
 #[test]
 fn deep_recursion_ends_at_the_stack_limit() {
     let h = harness();
