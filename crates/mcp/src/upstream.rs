@@ -853,7 +853,9 @@ impl Tool for UpstreamTool {
 
     fn execute(&self, cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
         let mut params = json!({"name": self.remote, "arguments": args});
-        let token = self.progress.route(cx.call_id(), &self.name);
+        // Its progress names the server and the tool.
+        let shown = format!("{}.{}", self.upstream.name(), self.remote);
+        let token = self.progress.route(cx.call_id(), &shown);
         if let Some(t) = &token {
             params["_meta"] = json!({"progressToken": t});
         }

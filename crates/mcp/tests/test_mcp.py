@@ -515,7 +515,8 @@ async def test_code_mode_over_several_servers_from_a_file(store: str, tmp_path: 
         assert texts(long) == ["ok"], texts(long)
         assert len(seen) >= 2, seen
         assert [p for p, _ in seen] == sorted(p for p, _ in seen)
-        assert all(m and m.startswith("trigger-long-running-operation: ") for _, m in seen), seen
+        # Each message names the server and the tool.
+        assert all(m and m.startswith("everything.trigger-long-running-operation: ") for _, m in seen), seen
 
         # A direct call (--present both) keeps the client's progress token.
         seen.clear()
