@@ -371,3 +371,75 @@ fn a_signal_stops_the_code_mode_proxy_and_its_servers() {
     assert!(!alive, "the upstream server outlived the proxy");
     drop(to);
 }
+
+/// A nested command whose child leaves its process group (`setsid`) and
+/// keeps the output open: the call still answers within half a second of
+/// its limit, and the detached child is stopped with it.
+#[test]
+fn a_detached_child_holding_the_output_neither_delays_the_answer_nor_outlives_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("detached.pid");
+    let program = format!(
+        "print('start'); await tools.run({{command: \"setsid sh -c 'echo $$ > {}; exec sleep 30' & sleep 30\"}})",
+        pidfile.display()
+    );
+    let (out, code, took, _) = measured(dir.path(), &["--timeout", "1s"], &program);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("wall-time limit"), "{out}");
+    assert!(took < Duration::from_millis(1500), "took {took:?}");
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let t = Instant::now();
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    };
+    while alive() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(), "the detached child {pid} outlived the call");
+}
+
+/// Thousands of nested calls queued behind one worker when the program
+/// ends: they are recorded as not run in one append, and the call answers
+/// within half a second of its limit even with every event fsynced.
+#[test]
+fn calls_left_queued_at_the_limit_do_not_delay_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("session.jsonl");
+    let (out, code, took, _) = measured(
+        dir.path(),
+        &[
+            "--timeout",
+            "2s",
+            "--concurrency",
+            "1",
+            "--session-log",
+            &log.to_string_lossy(),
+        ],
+        "for (;;) tools.run({command: 'sleep 10'}).catch(() => 0)",
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        took < Duration::from_millis(2500) + Duration::from_millis(300),
+        "took {took:?}"
+    );
+    // Every call started has its closing event.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let count = |kind: &str| {
+        text.lines()
+            .filter(|l| l.contains(&format!("\"type\":\"{kind}\"")))
+            .count()
+    };
+    let started = count("tool/code-dispatch-start");
+    assert!(started > 1, "{started} calls started");
+    assert_eq!(count("tool/code-dispatch"), started);
+}

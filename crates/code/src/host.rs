@@ -161,8 +161,16 @@ pub(crate) fn run(
             }
         }
         // The program ended: what it left running stops, and the calls it
-        // started and nobody will wait for end at once.
+        // started and nobody will wait for end at once: those still queued
+        // are recorded as not run, together.
         dispatcher.stop(SIGKILL);
+        let queued: Vec<NestedCall> = {
+            let rx = jobs_rx
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            std::iter::from_fn(|| rx.try_recv().ok().map(|(_, call)| call)).collect()
+        };
+        dispatcher.not_run(queued);
         drop(jobs_tx);
         drop(done_tx);
         left_behind

@@ -17,6 +17,7 @@ compile_error!(
      and on unix exit statuses and signals"
 );
 
+mod holders;
 mod run;
 pub mod stop;
 mod sys;

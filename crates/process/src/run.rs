@@ -103,6 +103,10 @@ impl std::error::Error for RunError {
 /// when no output arrives.
 const TICK: Duration = Duration::from_millis(50);
 
+/// The drain after the exit of a command that was stopped (a signal passed
+/// on, or its timeout): what it left holding the output is not waited for.
+const STOPPING_DRAIN: Duration = Duration::from_millis(100);
+
 /// Runs `cmd` with stdout and stderr merged into `out`, in 1 MiB reads, as
 /// the output arrives; `progress` gets the running total. Returns once the
 /// command has exited and its output has ended, or the drain period after
@@ -150,7 +154,14 @@ pub fn run_merged(
             break Err(e);
         }
         if let Some(at) = run.exited {
-            if at.elapsed() >= opts.drain {
+            // Once the caller asked the command to stop (a signal passed on)
+            // or it timed out, nothing it left behind is waited for long.
+            let drain = if run.forwarded.is_some() || run.timed_out {
+                opts.drain.min(STOPPING_DRAIN)
+            } else {
+                opts.drain
+            };
+            if at.elapsed() >= drain {
                 output_cut = true;
                 break Ok(());
             }
@@ -184,6 +195,11 @@ pub fn run_merged(
         signal(Signal::KILL);
         let _ = run.child.wait();
         return Err(RunError::Io(e));
+    }
+    // A command that was stopped and left something holding its output (a
+    // child that left its process group with setsid): that goes too.
+    if output_cut && (run.forwarded.is_some() || run.timed_out) {
+        crate::holders::kill_writers(&reader);
     }
     // The output ended; the command may still run (it closed its output).
     let status = loop {

@@ -371,12 +371,33 @@ impl SessionLog {
     ///
     /// [`LogError::Io`] when the write or fsync fails.
     pub fn append(&self, event: &Event) -> Result<(), LogError> {
-        let line = serde_json::to_string(event).map_err(|e| LogError::Io {
-            op: "serialize an event for",
-            path: self.path.clone(),
-            source: io::Error::other(e),
-        })?;
-        self.append_line(line)
+        self.append_all(std::slice::from_ref(event))
+    }
+
+    /// Appends events in one write and, with [`LogSync::EveryEvent`], one
+    /// fsync: each is a whole line, in order, and a crash keeps a prefix
+    /// of them.
+    ///
+    /// # Errors
+    ///
+    /// [`LogError::Io`] when the write or fsync fails.
+    pub fn append_all(&self, events: &[Event]) -> Result<(), LogError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut lines = String::new();
+        for (i, event) in events.iter().enumerate() {
+            if i > 0 {
+                lines.push('\n');
+            }
+            let line = serde_json::to_string(event).map_err(|e| LogError::Io {
+                op: "serialize an event for",
+                path: self.path.clone(),
+                source: io::Error::other(e),
+            })?;
+            lines.push_str(&line);
+        }
+        self.append_line(lines)
     }
 }
 

@@ -428,6 +428,26 @@ impl Dispatcher<'_> {
         })
     }
 
+    /// Ends calls that were started and will never run (their program
+    /// ended before their turn): one `tool/code-dispatch` each saying so,
+    /// all in one append to the session log, so that a program that left
+    /// thousands queued does not wait for as many fsyncs.
+    pub fn not_run(&self, calls: Vec<NestedCall>) {
+        let events: Vec<Event> = calls
+            .into_iter()
+            .map(|call| Event::CodeDispatch {
+                sub_call_id: sub_call_id(&self.parent, call.n),
+                parent_call_id: self.parent.to_string(),
+                tool: call.tool,
+                args: call.args,
+                content: vec![Block::text(NOT_RUN)],
+                is_error: true,
+                spills: Vec::new(),
+            })
+            .collect();
+        let _ = self.registry.log.append_all(&events);
+    }
+
     /// Why the run must end, when a nested call found its tool unavailable
     /// ([`ToolError::Unavailable`]): the runtime then fails the run with it.
     pub fn fatal(&self) -> Option<String> {
@@ -739,6 +759,9 @@ impl<R: CodeRuntime> Tool for RunCode<R> {
     }
 }
 
+/// A nested call whose turn came after its program ended.
+const NOT_RUN: &str = "not run: the program that called it had ended";
+
 /// SIGKILL: what a nested command still running when its program ended
 /// gets.
 const SIGKILL: usize = 9;
@@ -762,9 +785,7 @@ fn nested_run(
         ))
     } else if signal.load(Ordering::SeqCst) != 0 {
         // Its program ended before the call's turn came.
-        Err(ToolError::Failed(
-            "not run: the program that called it had ended".into(),
-        ))
+        Err(ToolError::Failed(NOT_RUN.into()))
     } else {
         reg.precheck(&call).and_then(|t| {
             let mut cx = Cx {
