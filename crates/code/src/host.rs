@@ -2,7 +2,7 @@
 //! stack of the stack limit), while the calling thread writes its logs
 //! into the spill stage and runs its nested calls on a bounded pool.
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use spillway_registry::run_code::{CodeHost, CodeRunFailed, CodeValue, Limit, NestedCall};
 
 use crate::deadline::Deadline;
+use crate::gate::Gate;
 use crate::limits::Limits;
 use crate::sandbox::{self, Completion, Link, ToHost, Unsent};
 use crate::slots::{NoSlot, Slot, MAX_PROGRAMS};
@@ -49,6 +50,7 @@ pub(crate) fn run(
         abort: Arc::new(sandbox::Abort::default()),
         deadline: Arc::new(Deadline::after(limits.timeout(), host.deadline())),
         unsent: Arc::new(Mutex::new(Unsent::default())),
+        gate: Arc::new(Gate::default()),
     };
     // A slot of this process's few, within the run's own time: the
     // program's thread holds it, also when it is left behind.
@@ -107,8 +109,13 @@ pub(crate) fn run(
             )))
         }
     };
+    // Set when the program ended: the calls still queued then are not
+    // run but set aside, and recorded as not run together once the workers
+    // are done, in one append to the session log.
+    let ended = AtomicBool::new(false);
+    let skipped: Mutex<Vec<NestedCall>> = Mutex::new(Vec::new());
     let left_behind = std::thread::scope(|s| {
-        let (jobs_tx, jobs_rx) = mpsc::channel::<(u64, NestedCall)>();
+        let (jobs_tx, jobs_rx) = mpsc::channel::<(u64, NestedCall, usize)>();
         let jobs_rx = Arc::new(Mutex::new(jobs_rx));
         let idle = Arc::new(AtomicUsize::new(0));
         let mut workers = 0;
@@ -127,16 +134,26 @@ pub(crate) fn run(
                 }
             };
             match msg {
-                ToHost::Logs(joined, lines) => host.log_lines(&joined, lines),
-                ToHost::Call { id, tool, args } => {
+                ToHost::Logs(joined, lines) => {
+                    host.log_lines(&joined, lines);
+                    link.gate.leave(joined.len());
+                }
+                ToHost::Call {
+                    id,
+                    tool,
+                    args,
+                    size,
+                } => {
                     let call = host.start(&tool, args);
                     // The receiver lives as long as this loop.
-                    let _ = jobs_tx.send((id, call));
+                    let _ = jobs_tx.send((id, call, size));
                     if idle.load(Ordering::SeqCst) == 0 && workers < limits.concurrency() {
                         workers += 1;
                         let (jobs, idle, done) = (jobs_rx.clone(), idle.clone(), done_tx.clone());
                         let d = dispatcher.clone();
                         let (abort, deadline) = (link.abort.clone(), link.deadline.clone());
+                        let gate = link.gate.clone();
+                        let (ended, skipped) = (&ended, &skipped);
                         let spawned = std::thread::Builder::new()
                             .name("run_code-call".into())
                             .spawn_scoped(s, move || loop {
@@ -146,7 +163,17 @@ pub(crate) fn run(
                                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                                     .recv();
                                 idle.fetch_sub(1, Ordering::SeqCst);
-                                let Ok((id, call)) = job else { return };
+                                let Ok((id, call, size)) = job else { return };
+                                // Taken: its arguments are the worker's now.
+                                gate.leave(size);
+                                if ended.load(Ordering::SeqCst) {
+                                    // Its program ended before its turn.
+                                    skipped
+                                        .lock()
+                                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                                        .push(call);
+                                    continue;
+                                }
                                 let result = d.run(call);
                                 if let Some(why) = d.fatal() {
                                     abort.set(why);
@@ -164,21 +191,21 @@ pub(crate) fn run(
         // started and nobody will wait for end at once: those still queued
         // are recorded as not run, together.
         dispatcher.stop(SIGKILL);
-        let queued: Vec<NestedCall> = {
-            let rx = jobs_rx
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            std::iter::from_fn(|| rx.try_recv().ok().map(|(_, call)| call)).collect()
-        };
-        dispatcher.not_run(queued);
+        // Workers set aside what is still queued (see `skipped`).
+        ended.store(true, Ordering::SeqCst);
         drop(jobs_tx);
         drop(done_tx);
         left_behind
     });
+    dispatcher.not_run(
+        skipped
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
     if left_behind && leave(&fate, &slot) {
         // Its thread ends at the engine's next poll; nobody waits for it.
         drop(program);
-        last_logs(host, &from_program, &link.unsent);
+        last_logs(host, &from_program, &link.unsent, &link.gate);
         let left = format!(
             "did not stop within {} ms; it was left to stop on its own",
             STRAGGLE.as_millis()
@@ -208,11 +235,16 @@ fn last_logs(
     host: &mut CodeHost<'_>,
     from_program: &mpsc::Receiver<ToHost>,
     unsent: &Mutex<Unsent>,
+    gate: &Gate,
 ) {
     let drain = |host: &mut CodeHost<'_>| {
         while let Ok(msg) = from_program.try_recv() {
-            if let ToHost::Logs(batch, n) = msg {
-                host.log_lines(&batch, n);
+            match msg {
+                ToHost::Logs(batch, n) => {
+                    host.log_lines(&batch, n);
+                    gate.leave(batch.len());
+                }
+                ToHost::Call { size, .. } => gate.leave(size),
             }
         }
     };

@@ -51,6 +51,7 @@
 
 mod alloc;
 mod deadline;
+mod gate;
 mod host;
 mod limits;
 mod sandbox;

@@ -22,6 +22,7 @@ use spillway_registry::run_code::{Callable, CodeRunFailed, CodeValue, Limit, Nes
 
 use crate::alloc::Counted;
 use crate::deadline::Deadline;
+use crate::gate::Gate;
 use crate::limits::Limits;
 
 /// What the program's thread asks of the host.
@@ -33,6 +34,9 @@ pub(crate) enum ToHost {
         id: u64,
         tool: String,
         args: serde_json::Value,
+        /// The arguments' size as the program gave them, counted in the
+        /// gate until a worker takes the call.
+        size: usize,
     },
 }
 
@@ -120,6 +124,9 @@ impl Unsent {
 struct Logs {
     unsent: Arc<Mutex<Unsent>>,
     to_host: SyncSender<ToHost>,
+    gate: Arc<Gate>,
+    /// Whether the run is over: then nothing waits at the gate.
+    over: Arc<dyn Fn() -> bool>,
 }
 
 impl Logs {
@@ -146,6 +153,7 @@ impl Logs {
     fn send(&self, u: &mut Unsent) {
         if u.lines > 0 {
             let joined = std::mem::replace(&mut u.joined, Vec::with_capacity(LOG_BATCH + 1024));
+            self.gate.enter(joined.len(), &*self.over);
             // The host stops taking messages only when the run is over.
             let _ = self.to_host.send(ToHost::Logs(joined, u.lines));
             u.lines = 0;
@@ -186,6 +194,8 @@ pub(crate) struct Link {
     pub(crate) abort: Arc<Abort>,
     pub(crate) deadline: Arc<Deadline>,
     pub(crate) unsent: Arc<Mutex<Unsent>>,
+    /// The bytes handed to the host and not dealt with yet.
+    pub(crate) gate: Arc<Gate>,
 }
 
 /// Runs `code` to its result. The caller's thread has a stack of the
@@ -203,6 +213,7 @@ pub(crate) fn run(
         abort,
         deadline,
         unsent,
+        gate,
     } = link;
     let engine = |e: rquickjs::Error| CodeRunFailed::new(format!("the engine failed: {e}"));
     // The engine's heap is counted by its allocator, which refuses past
@@ -220,12 +231,20 @@ pub(crate) fn run(
         stop.load(Ordering::Relaxed) != 0 || aborted.set.load(Ordering::Relaxed) || due.passed()
     })));
     let ctx = Context::full(&rt).map_err(engine)?;
+    let over: Arc<dyn Fn() -> bool> = {
+        let (deadline, cancel) = (deadline.clone(), cancel.clone());
+        Arc::new(move || deadline.passed() || cancel.load(Ordering::SeqCst) != 0)
+    };
     let logs = Rc::new(RefCell::new(Logs {
         unsent: unsent.clone(),
         to_host: to_host.clone(),
+        gate: gate.clone(),
+        over: over.clone(),
     }));
     let last = code.rsplit('\n').next().unwrap_or("");
     let run = Run {
+        gate: gate.clone(),
+        over,
         end: (
             code.matches('\n').count() + 1,
             last.chars().count()
@@ -288,6 +307,10 @@ pub(crate) fn run(
 }
 
 struct Run<'r> {
+    /// The bytes handed to the host and not dealt with yet.
+    gate: Arc<Gate>,
+    /// Whether the run is over.
+    over: Arc<dyn Fn() -> bool>,
     /// The program's last line and that line's length, as the engine
     /// counts them (line 1 starts after the wrapper's head).
     end: (usize, usize),
@@ -641,10 +664,17 @@ impl Run<'_> {
         // (a closure's hold on it would keep the context alive).
         shared.borrow_mut().well_formed = Some(well_formed);
         let prelude: Function<'js> = ctx.eval(include_str!("prelude.js"))?;
-        let (l, s) = (logs.clone(), shared.clone());
+        let (l, s, over) = (logs.clone(), shared.clone(), self.over.clone());
         let log = Function::new(
             ctx.clone(),
-            move |line: rquickjs::String<'js>| -> rquickjs::Result<()> {
+            move |ctx: Ctx<'js>, line: rquickjs::String<'js>| -> rquickjs::Result<()> {
+                // A run that is over prints nothing more: a loop of prints
+                // of a long string (no allocation of the engine's, so none
+                // refused) ends at once instead of at the engine's next
+                // look at its clock.
+                if over() {
+                    return Err(Exception::throw_internal(&ctx, "the run is over"));
+                }
                 let text = match line.to_string() {
                     Ok(t) => t,
                     Err(_) => {
@@ -660,9 +690,14 @@ impl Run<'_> {
             },
         )?;
         let (s, to_host, l) = (shared.clone(), self.to_host.clone(), logs.clone());
+        let (gate, over) = (self.gate.clone(), self.over.clone());
         let call = Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>, tool: String, args: String| -> rquickjs::Result<Promise<'js>> {
+                if over() {
+                    return Err(Exception::throw_internal(&ctx, "the run is over"));
+                }
+                let size = args.len();
                 let args: serde_json::Value = serde_json::from_str(&args).map_err(|e| {
                     Exception::throw_type(
                         &ctx,
@@ -679,7 +714,16 @@ impl Run<'_> {
                 };
                 // Logs printed before the call stay before it.
                 l.borrow_mut().flush();
-                if to_host.send(ToHost::Call { id, tool, args }).is_err() {
+                gate.enter(size, &*over);
+                if to_host
+                    .send(ToHost::Call {
+                        id,
+                        tool,
+                        args,
+                        size,
+                    })
+                    .is_err()
+                {
                     return Err(Exception::throw_internal(&ctx, "the host is gone"));
                 }
                 Ok(promise)
