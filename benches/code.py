@@ -52,22 +52,29 @@ def tokens(store, text):
 
 def memory(store):
     print("## Peak memory per run (`spillway code`, peak RSS of the process)\n")
-    print("| program | exit | peak RSS |")
-    print("|---|---|---|")
+    print("| program | exit | peak RSS | bound: 2 × `--memory` + 64 MiB |")
+    print("|---|---|---|---|")
     cases = [
         ("return 1", []),
         ("for (let i = 0; i < 1000; i++) await tools.spill_grep({id: 'x', pattern: 'y'}).catch(() => 0); return 1", []),
         ("const l = 'x'.repeat(1023); for (let i = 0; i < 65536; i++) print(l);", []),
         ("const out = await tools.run({command: 'head -c 50000000 /dev/zero | tr \"\\\\0\" a'}); return out.length", ["--memory", "256MiB"]),
-        ("return 'x'.repeat(1e9)", []),
-        ("const a = []; while (true) a.push(new Array(1000).fill(1));", []),
-        ("let i = 0; while (true) print('x' + i++);", ["--timeout", "5s"]),
+        ("const v = await tools.run({command: 'seq 1 4500000'}); return v.trim().split('\\n').filter((l) => l.endsWith('7')).length", []),
+        ("return 'x'.repeat(1e9)", ["--memory", "64MiB"]),
+        ("const a = []; while (true) a.push(new Array(1000).fill(1));", ["--memory", "64MiB"]),
+        ("function f(n) { return f(n + 1) + 1; } return f(0);", ["--memory", "64MiB"]),
+        ("let i = 0; while (true) print('x' + i++);", ["--memory", "64MiB", "--timeout", "5s"]),
+        ("const s = 'x'.repeat(12e6); for (;;) print(s)", ["--memory", "64MiB", "--timeout", "2s"]),
+        ("const s = 'x'.repeat(24e6); for (;;) { try { print(s) } catch (e) {} }", ["--memory", "64MiB", "--timeout", "3s"]),
+        ("const a = 'y'.repeat(1e7); for (let i = 0; i < 40; i++) tools.run({command: 'sleep 5', pad: a}).catch(() => 0); await new Promise((r) => setTimeout(r, 5000))", ["--memory", "64MiB", "--concurrency", "1", "--timeout", "2s"]),
     ]
     for program, flags in cases:
         _, status, rss = run_measured(["--store", store, "code", *flags], program.encode())
         shown = program if len(program) < 70 else program[:67] + "..."
         extra = f" (`{' '.join(flags)}`)" if flags else ""
-        print(f"| `{shown}`{extra} | {status} | {rss:.0f} MiB |")
+        memory = 64 if "64MiB" in flags else 256 if "256MiB" in flags else 512
+        bound = 2 * memory + 64
+        print(f"| `{shown}`{extra} | {status} | {rss:.0f} MiB | {bound} MiB {'✓' if rss <= bound else '✗'} |")
     print()
 
 

@@ -118,8 +118,8 @@ pub struct LimitArgs {
     /// Stop the program after this long (`30s`, `2m`); at most a day.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = wall_time_limit)]
     pub timeout: HumanDuration,
-    /// The program's memory limit (`64MiB`, `1GiB`): 1 MiB to 16 GiB.
-    #[arg(long, value_name = "SIZE", default_value = "64MiB")]
+    /// The program's memory limit (`512MiB`, `1GiB`): 1 MiB to 16 GiB.
+    #[arg(long, value_name = "SIZE", default_value = "512MiB")]
     pub memory: ByteSize,
     /// The program's stack limit (`1MiB`): 64 KiB to 256 MiB.
     #[arg(long, value_name = "SIZE", default_value = "1MiB")]

@@ -1,5 +1,5 @@
 //! What a program has handed the host and the host has not dealt with yet
-//! (log batches to write, arguments of calls waiting for a worker), held
+//! (log batches to write, arguments of calls not finished), held
 //! to [`IN_FLIGHT`] bytes: a program that prints 12 MB lines without end,
 //! or starts calls with 10 MB arguments and never awaits them, waits for
 //! the host instead of filling the host's memory. One message larger than

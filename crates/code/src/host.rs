@@ -164,17 +164,19 @@ pub(crate) fn run(
                                     .recv();
                                 idle.fetch_sub(1, Ordering::SeqCst);
                                 let Ok((id, call, size)) = job else { return };
-                                // Taken: its arguments are the worker's now.
-                                gate.leave(size);
                                 if ended.load(Ordering::SeqCst) {
                                     // Its program ended before its turn.
                                     skipped
                                         .lock()
                                         .unwrap_or_else(std::sync::PoisonError::into_inner)
                                         .push(call);
+                                    gate.leave(size);
                                     continue;
                                 }
                                 let result = d.run(call);
+                                // Its arguments are let go only now: calls
+                                // with large arguments run fewer at once.
+                                gate.leave(size);
                                 if let Some(why) = d.fatal() {
                                     abort.set(why);
                                 }

@@ -6,8 +6,13 @@ use std::time::Duration;
 
 /// The wall-time limit when none is given: 30 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// The memory limit when none is given: 64 MiB.
-pub const DEFAULT_MEMORY: usize = 64 << 20;
+/// The memory limit when none is given: 512 MiB. A nested value may be up
+/// to 64 MiB, and a program that splits one into lines (the natural way to
+/// read a command's output) needs about ten times its size: 512 MiB holds
+/// that for values up to about 40 MB (a 35 MB output of `seq` split, then
+/// filtered, peaks between 256 and 512 MiB); give 1 GiB for values up to
+/// the cap.
+pub const DEFAULT_MEMORY: usize = 512 << 20;
 /// The stack limit when none is given: 1 MiB (some ten thousand frames of
 /// an ordinary recursive function).
 pub const DEFAULT_STACK: usize = 1 << 20;
@@ -90,7 +95,7 @@ impl LimitsBuilder {
         self
     }
 
-    /// The memory limit in bytes (default 64 MiB; 1 MiB to 16 GiB).
+    /// The memory limit in bytes (default 512 MiB; 1 MiB to 16 GiB).
     pub fn memory(&mut self, bytes: usize) -> &mut Self {
         self.limits.memory = bytes;
         self
@@ -179,7 +184,7 @@ mod tests {
     fn defaults_are_the_documented_ones_and_ranges_are_checked() {
         let l = Limits::builder().build().unwrap();
         assert_eq!(l.timeout(), Duration::from_secs(30));
-        assert_eq!(l.memory(), 64 << 20);
+        assert_eq!(l.memory(), 512 << 20);
         assert_eq!(l.stack(), 1 << 20);
         assert_eq!(l.concurrency(), 8);
         assert_eq!(

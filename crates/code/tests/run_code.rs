@@ -734,7 +734,9 @@ fn a_cancelled_call_answers_at_once_even_when_its_program_does_not_stop() {
 
 #[test]
 fn a_memory_bomb_ends_at_the_memory_limit() {
-    let h = harness();
+    let h = limited(|l| {
+        l.memory(64 << 20);
+    });
     let t = Instant::now();
     let r = run(&h, "c1", "print('start'); return 'x'.repeat(1e9);");
     assert_limit(&r, t, 30.0, "memory limit");
@@ -805,8 +807,10 @@ fn deep_recursion_ends_at_the_stack_limit() {
 
 #[test]
 fn a_64_mib_string_and_a_million_deep_result() {
-    // At the default memory limit a 64 MiB string does not fit.
-    let h = harness();
+    // At a 64 MiB memory limit a 64 MiB string does not fit.
+    let h = limited(|l| {
+        l.memory(64 << 20);
+    });
     let t = Instant::now();
     let r = run(&h, "c1", "return 'y'.repeat(64 * 1024 * 1024);");
     assert_limit(&r, t, 30.0, "memory limit");
