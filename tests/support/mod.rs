@@ -271,3 +271,23 @@ pub fn slow_tier<T>(ci: T, full: T) -> T {
         _ => ci,
     }
 }
+
+/// Whether a process with this pid is still alive (not a zombie).
+pub fn process_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+/// Waits up to `within` for every pid to be gone; the ones still alive.
+pub fn still_alive_after(pids: &[u32], within: std::time::Duration) -> Vec<u32> {
+    let t = std::time::Instant::now();
+    while pids.iter().any(|&p| process_alive(p)) && t.elapsed() < within {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    pids.iter().copied().filter(|&p| process_alive(p)).collect()
+}

@@ -520,24 +520,25 @@ pub struct McpServeArgs {
 
 /// A program's wall-time limit, above zero: a program always has one.
 fn wall_time_limit(s: &str) -> Result<HumanDuration, String> {
-    let d: HumanDuration = s.parse().map_err(|e| format!("{e}"))?;
-    if d.get().is_zero() {
-        return Err(
-            "a wall-time limit of 0 would end every program at once: give a longer one (leave --timeout out for 30s)"
-                .to_owned(),
-        );
-    }
-    Ok(d)
+    nonzero_duration(
+        s,
+        "a wall-time limit of 0 would end every program at once: give a longer one (leave --timeout out for 30s)",
+    )
 }
 
 /// A duration above zero: a timeout of zero would kill the command at once.
 fn positive_duration(s: &str) -> Result<HumanDuration, String> {
+    nonzero_duration(
+        s,
+        "a timeout of 0 would kill the command at once: give a longer one, or leave --timeout out for none",
+    )
+}
+
+/// A duration, refused with `zero` when it is zero.
+fn nonzero_duration(s: &str, zero: &str) -> Result<HumanDuration, String> {
     let d: HumanDuration = s.parse().map_err(|e| format!("{e}"))?;
     if d.get().is_zero() {
-        return Err(
-            "a timeout of 0 would kill the command at once: give a longer one, or leave --timeout out for none"
-                .to_owned(),
-        );
+        return Err(zero.to_owned());
     }
     Ok(d)
 }

@@ -423,25 +423,16 @@ fn a_detached_child_holding_the_output_neither_delays_the_answer_nor_outlives_it
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("wall-time limit"), "{out}");
     assert!(took < Duration::from_millis(1500), "took {took:?}");
-    let pid: i32 = std::fs::read_to_string(&pidfile)
+    let pid: u32 = std::fs::read_to_string(&pidfile)
         .unwrap()
         .trim()
         .parse()
         .unwrap();
-    let t = Instant::now();
-    let alive = || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            !s.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-    };
-    while alive() && t.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(!alive(), "the detached child {pid} outlived the call");
+    let left = support::still_alive_after(&[pid], Duration::from_secs(5));
+    assert!(
+        left.is_empty(),
+        "the detached child {pid} outlived the call"
+    );
 }
 
 /// Thousands of nested calls queued behind one worker when the program

@@ -24,26 +24,13 @@ fn server_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile_server.py")
 }
 
-/// Whether a process with this pid is still alive (not a zombie).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
-}
-
 /// Waits up to five seconds for every pid to be gone.
-fn assert_gone(pids: &[i32], what: &str) {
-    let t = Instant::now();
-    while pids.iter().any(|&p| alive(p)) && t.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    for &p in pids {
-        assert!(!alive(p), "{what}: process {p} outlived spillway");
-    }
+fn assert_gone(pids: &[u32], what: &str) {
+    let left = support::still_alive_after(pids, Duration::from_secs(5));
+    assert!(
+        left.is_empty(),
+        "{what}: processes {left:?} outlived spillway"
+    );
 }
 
 /// A client of a spillway MCP server.
@@ -154,7 +141,7 @@ impl Client {
     }
 
     /// The pids in a server's pid file (itself and its grandchild).
-    fn server_pids(&self, name: &str) -> Vec<i32> {
+    fn server_pids(&self, name: &str) -> Vec<u32> {
         std::fs::read_to_string(self.dir.join(name))
             .unwrap_or_default()
             .lines()
@@ -396,7 +383,7 @@ fn sigterm_to_mcp_serve_stops_every_command_it_runs() {
     );
     let t = Instant::now();
     let pids = loop {
-        let pids: Vec<i32> = std::fs::read_to_string(&marker)
+        let pids: Vec<u32> = std::fs::read_to_string(&marker)
             .unwrap_or_default()
             .lines()
             .filter_map(|l| l.trim().parse().ok())

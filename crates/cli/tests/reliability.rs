@@ -352,17 +352,6 @@ fn another_user_cannot_read_a_stored_object() {
     );
 }
 
-/// Whether a process with this pid is still alive (not a zombie).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
-}
-
 /// Starts `mcp proxy` in front of a server that neither exits at the end
 /// of its input nor (with `ignore_term`) on SIGTERM, and waits for its pid.
 // The caller waits for the child (`proxy_exit`).
@@ -440,7 +429,10 @@ fn a_proxy_whose_client_goes_away_stops_its_server() {
         let (mut child, server) = stubborn_proxy(dir.path(), ignore_term);
         drop(child.stdin.take());
         let err = proxy_exit(child);
-        assert!(!alive(server), "the server was left running");
+        assert!(
+            !support::process_alive(server),
+            "the server was left running"
+        );
         let want = if ignore_term {
             "sent signal 9"
         } else {
@@ -465,7 +457,7 @@ fn sigterm_to_a_proxy_reaches_its_server() {
             .unwrap();
         assert!(killed.success());
         proxy_exit(child);
-        assert!(!alive(server), "the server was orphaned");
+        assert!(!support::process_alive(server), "the server was orphaned");
         assert_eq!(
             dir.path().join("server.pid.term").exists(),
             !ignore_term,
