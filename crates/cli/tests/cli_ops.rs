@@ -1169,7 +1169,9 @@ fn the_guide_json_example_prints_what_the_guide_shows() {
         .prefix("")
         .rand_bytes("spill-demo".len())
         .tempdir_in("/tmp")
-        .unwrap();
+        .expect(
+            "this test needs a writable /tmp: the README's example it runs names /tmp/spill-demo",
+        );
     let store = dir.path().to_path_buf();
     assert_eq!(store.to_string_lossy().len(), "/tmp/spill-demo".len());
     let out = sp_in(
@@ -1266,7 +1268,9 @@ fn the_guide_terminal_example_prints_what_the_guide_shows() {
         .prefix("")
         .rand_bytes("spill-demo".len())
         .tempdir_in("/tmp")
-        .unwrap();
+        .expect(
+            "this test needs a writable /tmp: the README's example it runs names /tmp/spill-demo",
+        );
     let store = dir.path().to_string_lossy().into_owned();
     assert_eq!(store.len(), "/tmp/spill-demo".len());
     let script = block("sh").replace("/tmp/spill-demo", &store);
