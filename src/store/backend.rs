@@ -115,16 +115,17 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
         bytes: Option<u64>,
     ) -> Result<Option<StoredObject>, StoreError>;
 
-    /// [`dedup_hit`](Backend::dedup_hit) when the whole content (whose
-    /// id is `id`) is at hand: a backend that checks a copy by reading it
-    /// compares it with the content instead of hashing it.
+    /// An existing object that holds `content` (whose id is `id`), marked
+    /// used. No backend may call an object a hit before its bytes were
+    /// checked against the content or its id: a copy that proves damaged
+    /// is set aside and `None` comes back, so the caller writes the
+    /// content again. There is no default, so that no backend can skip the
+    /// check by leaving this out.
     fn dedup_hit_content(
         &self,
         id: &ContentId,
         content: &[u8],
-    ) -> Result<Option<StoredObject>, StoreError> {
-        self.dedup_hit(id, Some(content.len() as u64))
-    }
+    ) -> Result<Option<StoredObject>, StoreError>;
 
     /// Starts writing an object whose whole content the caller holds: a
     /// backend that would stage a large object under a temporary name can

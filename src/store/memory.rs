@@ -215,6 +215,15 @@ impl Backend for Memory {
             .collect())
     }
 
+    fn dedup_hit_content(
+        &self,
+        id: &ContentId,
+        _content: &[u8],
+    ) -> Result<Option<StoredObject>, StoreError> {
+        // `dedup_hit` scans every copy against its id.
+        self.dedup_hit(id, None)
+    }
+
     fn dedup_hit(
         &self,
         id: &ContentId,

@@ -246,6 +246,14 @@ impl Backend for SinkBackend {
         Ok(None)
     }
 
+    fn dedup_hit_content(
+        &self,
+        _id: &ContentId,
+        _content: &[u8],
+    ) -> Result<Option<StoredObject>, StoreError> {
+        Ok(None)
+    }
+
     fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
         let writer = self.sink.begin()?;
         let out = SinkOut {

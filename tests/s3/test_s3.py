@@ -365,6 +365,40 @@ def test_a_damaged_object_is_repaired_by_the_next_writer(tmp_path, moto, s3, buc
     assert third["spill"]["dedup"] and third["store_error"] is None
 
 
+@pytest.mark.parametrize("damage", ["same-size", "garbage-at-the-zst-key"])
+def test_a_whole_file_never_reports_a_damaged_object_as_stored(tmp_path, moto, s3, bucket, damage):
+    # The whole-input path (a file of a megabyte or more, mapped) checks an
+    # object it finds against the content before it calls it a hit, as a
+    # streamed write does: a damaged one is set aside and the content put
+    # in its place, in every input mode.
+    data = random.Random(42).randbytes(3 << 20)
+    path = tmp_path / "in.bin"
+    path.write_bytes(data)
+    first = apply_file(bucket, spill_env(moto.endpoint, tmp_path / "c1"), path, "--compress", "none")
+    key = object_key(first)
+    if damage == "same-size":
+        bad_key, bad = key, data[:100] + bytes([data[100] ^ 1]) + data[101:]
+        s3.put_object(Bucket=bucket, Key=key, Body=bad)
+    else:
+        # Nothing under the raw key; 72 bytes of garbage under the zstd one.
+        s3.delete_object(Bucket=bucket, Key=key)
+        bad_key, bad = key + ".zst", random.Random(7).randbytes(72)
+        s3.put_object(Bucket=bucket, Key=bad_key, Body=bad)
+    again = apply_file(bucket, spill_env(moto.endpoint, tmp_path / "c2"), path, "--compress", "none")
+    assert again["store_error"] is None, again["store_error"]
+    assert again["spill"]["id"] == first["spill"]["id"] and not again["spill"]["dedup"], again["spill"]
+    assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == data
+    reader = spill_env(moto.endpoint, tmp_path / "fresh")
+    shown = spillway(["--store", store_url(bucket), "show", first["spill"]["id"]], reader)
+    assert shown.stdout == data
+    quarantined = keys(s3, bucket, "quarantine/")
+    assert [s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in quarantined] == [bad]
+    assert bad_key not in keys(s3, bucket, "objects/") or bad_key == key
+    # A good object is still a hit.
+    third = apply_file(bucket, spill_env(moto.endpoint, tmp_path / "c3"), path, "--compress", "none")
+    assert third["spill"]["dedup"] and third["store_error"] is None
+
+
 def test_the_store_works_inside_async_code(tmp_path, moto, s3, bucket):
     # An async harness opens the store, writes and drops it from inside a
     # task, on a multi-threaded runtime and on a current-thread one: no

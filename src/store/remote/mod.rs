@@ -601,6 +601,16 @@ impl Backend for S3Backend {
         self.0.dedup_hit(id, bytes)
     }
 
+    fn dedup_hit_content(
+        &self,
+        id: &ContentId,
+        content: &[u8],
+    ) -> Result<Option<StoredObject>, StoreError> {
+        // Downloaded and checked against its id, as a streamed write's
+        // hit is: a damaged object is set aside, and the content written.
+        self.0.verified_whole_hit(id, content.len() as u64)
+    }
+
     fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
         Ok(ObjectWriter::upload(Upload::new(Arc::clone(&self.0)), opts))
     }

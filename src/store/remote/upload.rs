@@ -236,6 +236,25 @@ impl Remote {
         }
     }
 
+    /// [`verified_hit`](Self::verified_hit) for a whole content of `bytes`
+    /// bytes, whatever encoding it would be written in: an object under
+    /// any encoding's key that cannot hold it is set aside first.
+    pub(crate) fn verified_whole_hit(
+        &self,
+        id: &ContentId,
+        bytes: u64,
+    ) -> Result<Option<StoredObject>, StoreError> {
+        for encoding in Encoding::ALL {
+            let wrong = self
+                .head(&self.object_key(id, encoding))?
+                .is_some_and(|m| !super::could_hold(encoding, m.size, Some(bytes)));
+            if wrong {
+                self.set_aside(id, encoding)?;
+            }
+        }
+        self.verified_hit(id, Encoding::Raw, bytes)
+    }
+
     /// Quarantines a damaged object; another writer that did so first is
     /// no error.
     fn set_aside(&self, id: &ContentId, encoding: Encoding) -> Result<(), StoreError> {
