@@ -1,7 +1,7 @@
 //! The commands.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Seek};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command as Process, Stdio};
 use std::time::SystemTime;
@@ -357,16 +357,36 @@ fn apply(eff: &Effective, store: &Store, args: ApplyArgs, quiet: bool) -> Result
         ),
         _ => (stdin_file(), "stdin".to_owned()),
     };
-    let large = |f: &&File| f.metadata().is_ok_and(|m| m.len() >= MAP_FROM);
+    // Stdin may be a file some bytes of which were read already (`{ read
+    // -r line; spillway apply; } < FILE`): the input starts at its offset,
+    // and the offset is left at the end of what was read, as a reader's.
+    let start = file
+        .as_ref()
+        .and_then(|mut f| f.stream_position().ok())
+        .unwrap_or(0);
+    let large = |f: &&File| {
+        f.metadata()
+            .is_ok_and(|m| m.len().saturating_sub(start) >= MAP_FROM)
+    };
     let mapped = file
         .as_ref()
         .filter(|_| !args.no_map)
         .filter(large)
         .and_then(|f| {
-            spillway::with_mapped_file(f, |input| {
+            spillway::with_mapped_file(f, |whole| {
+                let input = usize::try_from(start)
+                    .ok()
+                    .and_then(|s| whole.get(s..))
+                    .unwrap_or_default();
                 progress.bytes(input.len() as u64, Some(input.len() as u64));
-                spiller.apply(input)
+                (spiller.apply(input), start + input.len() as u64)
             })
+        })
+        .map(|(done, end)| {
+            if let Some(mut f) = file.as_ref() {
+                let _ = f.seek(io::SeekFrom::Start(end));
+            }
+            done
         });
     let (outcome, failure) = match mapped {
         Some(done) => {

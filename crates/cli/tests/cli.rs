@@ -466,6 +466,47 @@ fn a_mapped_file_gives_the_outcome_of_a_read_one() {
     assert_eq!(read["spill"]["dedup"], true);
 }
 
+/// Stdin redirected from a file that a reader before spillway read from
+/// (`{ read -r line; spillway apply; } < FILE`): mapped or read, the input
+/// starts at stdin's offset, and spillway leaves the offset at the end, as
+/// any reader of stdin would.
+#[test]
+fn a_redirected_file_is_applied_from_stdins_offset_and_left_at_its_end() {
+    use std::io::{Read, Seek};
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let file = dir.path().join("big.log");
+    let body: Vec<u8> = (0..300_000)
+        .flat_map(|i| format!("{i}\n").into_bytes())
+        .collect();
+    std::fs::write(&file, &body).unwrap();
+    let first_line = body.iter().position(|&b| b == b'\n').unwrap() + 1;
+    for flags in [&["apply", "--json"][..], &["apply", "--json", "--no-map"]] {
+        let mut stdin = std::fs::File::open(&file).unwrap();
+        let mut line = vec![0u8; first_line];
+        stdin.read_exact(&mut line).unwrap();
+        let shared = stdin.try_clone().unwrap();
+        let out = support::spillway_cmd()
+            .args(["--store", store.to_str().unwrap()])
+            .args(flags)
+            .stdin(shared)
+            .output()
+            .unwrap();
+        let outcome = json(&out);
+        assert_eq!(
+            outcome["total_bytes"],
+            (body.len() - first_line) as u64,
+            "{flags:?}"
+        );
+        // The offset (shared with the child's stdin) is at the end.
+        assert_eq!(
+            stdin.stream_position().unwrap(),
+            body.len() as u64,
+            "{flags:?}"
+        );
+    }
+}
+
 /// A file truncated while `apply` works on it never kills spillway (a
 /// mapping touched past a truncation raises SIGBUS): the truncation waits
 /// for the lease, or the file was read as a stream.
