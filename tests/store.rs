@@ -106,15 +106,24 @@ fn corrupt_and_truncated_objects_are_errors_never_wrong_bytes() {
         damaged.push(Vec::new());
         damaged.push([good.clone(), b"extra".to_vec()].concat());
         for bytes in damaged {
-            fs::write(&s.path, &bytes).unwrap();
             for sel in [
                 Selection::All,
                 Selection::Lines("1:2".parse().unwrap()),
                 Selection::Bytes("0:10".parse().unwrap()),
             ] {
+                fs::write(&s.path, &bytes).unwrap();
                 match store.read(&s.id, &sel) {
                     Err(StoreError::Corrupt { id, .. }) => assert_eq!(id, s.id),
                     other => panic!("{c:?}: expected Corrupt, got {other:?}"),
+                }
+                // The read set it aside: nobody is served it again.
+                assert!(
+                    !s.path.exists(),
+                    "{c:?}: the corrupt object was left in place"
+                );
+                match store.read(&s.id, &sel) {
+                    Err(StoreError::NotFound { .. }) => {}
+                    other => panic!("{c:?}: expected NotFound, got {other:?}"),
                 }
             }
             // Writing the content again repairs the object.

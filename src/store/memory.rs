@@ -168,7 +168,14 @@ impl Backend for Memory {
         f: &mut dyn FnMut(Option<&[u8]>),
     ) -> Result<StoredObject, StoreError> {
         first_good(id, f, &mut |encoding, each| match self.get(id, encoding) {
-            Some(obj) => self.scan(id, encoding, &obj, each).map(Some),
+            Some(obj) => match self.scan(id, encoding, &obj, each) {
+                // Found damaged by a read: set aside at once.
+                Err(e @ StoreError::Corrupt { .. }) => {
+                    self.quarantine(id, encoding);
+                    Err(e)
+                }
+                r => r.map(Some),
+            },
             None => Ok(None),
         })
     }

@@ -522,9 +522,23 @@ impl Local {
                 Err(StoreError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
                     Ok(None)
                 }
+                Err(e @ StoreError::Corrupt { .. }) => {
+                    self.set_aside_corrupt(id, &path, encoding);
+                    Err(e)
+                }
                 r => r.map(Some),
             }
         })
+    }
+
+    /// A read found the object at `path` corrupt: it is quarantined, not
+    /// left to be served, once a second look finds it still corrupt (a
+    /// writer may have put a good copy in its place meanwhile). A store
+    /// the reader cannot change keeps it; the read is refused all the same.
+    fn set_aside_corrupt(&self, id: &ContentId, path: &Path, encoding: Encoding) {
+        if let Err(StoreError::Corrupt { .. }) = self.verify_path(id, path, encoding) {
+            let _ = self.quarantine(path);
+        }
     }
 
     /// Re-hashes one object file and checks it against `id`.

@@ -120,6 +120,9 @@ impl Remote {
                 Ok(Some(got)) => got,
                 Ok(None) => continue,
                 Err(e @ StoreError::Corrupt { .. }) => {
+                    // Found damaged by a read: set aside at once, not left to
+                    // be served or to block the content's next write.
+                    let _ = self.quarantine(id, encoding);
                     first_error.get_or_insert(e);
                     continue;
                 }
