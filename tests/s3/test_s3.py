@@ -351,9 +351,19 @@ def test_a_damaged_object_is_repaired_by_the_next_writer(tmp_path, moto, s3, buc
     key = object_key(first)
     bad = data[:-1] + b"X" if damage == "same-size" else data[: len(data) // 2]
     s3.put_object(Bucket=bucket, Key=key, Body=bad)
-    again = apply(bucket, spill_env(moto.endpoint, tmp_path / "c2"), data, "--compress", "none")
+    assert_repaired(
+        tmp_path, moto, s3, bucket, first, key, data, bad,
+        lambda cache: apply(bucket, spill_env(moto.endpoint, tmp_path / cache), data, "--compress", "none"),
+    )
+
+
+def assert_repaired(tmp_path, moto, s3, bucket, first, key, data, bad, write):
+    """The next `write` (given a fresh cache's name) of `data`, whose object
+    at `key` was damaged into `bad`, puts good bytes in its place, the damaged
+    ones quarantined; a write after that is a hit."""
+    again = write("c2")
     assert again["store_error"] is None, again["store_error"]
-    assert again["spill"]["id"] == first["spill"]["id"] and not again["spill"]["dedup"]
+    assert again["spill"]["id"] == first["spill"]["id"] and not again["spill"]["dedup"], again["spill"]
     assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == data
     reader = spill_env(moto.endpoint, tmp_path / "fresh")
     shown = spillway(["--store", store_url(bucket), "show", first["spill"]["id"]], reader)
@@ -361,7 +371,7 @@ def test_a_damaged_object_is_repaired_by_the_next_writer(tmp_path, moto, s3, buc
     quarantined = keys(s3, bucket, "quarantine/")
     assert [s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in quarantined] == [bad]
     # A good object is still a dedup hit.
-    third = apply(bucket, spill_env(moto.endpoint, tmp_path / "c3"), data, "--compress", "none")
+    third = write("c3")
     assert third["spill"]["dedup"] and third["store_error"] is None
 
 
@@ -384,19 +394,11 @@ def test_a_whole_file_never_reports_a_damaged_object_as_stored(tmp_path, moto, s
         s3.delete_object(Bucket=bucket, Key=key)
         bad_key, bad = key + ".zst", random.Random(7).randbytes(72)
         s3.put_object(Bucket=bucket, Key=bad_key, Body=bad)
-    again = apply_file(bucket, spill_env(moto.endpoint, tmp_path / "c2"), path, "--compress", "none")
-    assert again["store_error"] is None, again["store_error"]
-    assert again["spill"]["id"] == first["spill"]["id"] and not again["spill"]["dedup"], again["spill"]
-    assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == data
-    reader = spill_env(moto.endpoint, tmp_path / "fresh")
-    shown = spillway(["--store", store_url(bucket), "show", first["spill"]["id"]], reader)
-    assert shown.stdout == data
-    quarantined = keys(s3, bucket, "quarantine/")
-    assert [s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in quarantined] == [bad]
+    assert_repaired(
+        tmp_path, moto, s3, bucket, first, key, data, bad,
+        lambda cache: apply_file(bucket, spill_env(moto.endpoint, tmp_path / cache), path, "--compress", "none"),
+    )
     assert bad_key not in keys(s3, bucket, "objects/") or bad_key == key
-    # A good object is still a hit.
-    third = apply_file(bucket, spill_env(moto.endpoint, tmp_path / "c3"), path, "--compress", "none")
-    assert third["spill"]["dedup"] and third["store_error"] is None
 
 
 def test_the_store_works_inside_async_code(tmp_path, moto, s3, bucket):
