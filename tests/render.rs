@@ -221,6 +221,51 @@ fn one_failure_in_the_middle_of_100000_lines_is_kept_with_its_number() {
     assert!(text.contains("test_case_50000 FAILED"));
 }
 
+/// More distinct error shapes than the shape table holds, then the one
+/// that matters: the last error is still the block's last line, as the
+/// first and the last line of the highest rank always are.
+#[test]
+fn past_the_shape_table_the_last_error_is_still_shown() {
+    let words = [
+        "disk", "net", "cache", "queue", "lock", "page", "pool", "cert", "dns", "tls",
+    ];
+    let mut input = String::new();
+    for i in 0..2_000 {
+        input.push_str(&format!("info step {i} fine\n"));
+    }
+    // 600 shapes: two words of ten make 100, and a third word makes more.
+    for i in 0..600 {
+        input.push_str(&format!(
+            "ERROR {} {} {} happened\n",
+            words[i % 10],
+            words[(i / 10) % 10],
+            ["alpha", "beta", "gamma", "delta", "omega", "sigma"][i / 100]
+        ));
+    }
+    let fatal = 2_000 + 600 + 1;
+    input.push_str("FATAL: the real cause is here\n");
+    for i in 0..50_000 {
+        input.push_str(&format!("info step {i} fine\n"));
+    }
+    let (_d, store) = temp_store();
+    let o = spiller(&builder(32 << 10), &store)
+        .apply(input.as_bytes())
+        .unwrap();
+    assert!(o.salient_lines.contains(&2_001), "{:?}", o.salient_lines);
+    assert_eq!(
+        o.salient_lines.last(),
+        Some(&(fatal as u64)),
+        "{}",
+        o.content
+    );
+    assert!(
+        o.content
+            .contains(&format!("{fatal}:FATAL: the real cause is here")),
+        "{}",
+        o.content
+    );
+}
+
 #[test]
 fn many_matches_keep_the_first_and_the_last_within_the_share() {
     let failing: Vec<usize> = (1..=10_000).map(|k| 5_000 + k * 9).collect();

@@ -206,23 +206,34 @@ impl Shapes {
         ));
     }
 
-    /// Drops the latest kept shape of the lowest rank, if it ranks below
-    /// `rank`.
+    /// Makes room in a full table for a new shape of `rank`: drops the
+    /// latest kept shape of the lowest rank, if it ranks below `rank`; or,
+    /// when every kept shape has `rank` (the highest), the latest of them
+    /// but the first, so that the first and the last line of the highest
+    /// rank are always kept, as the preview promises.
     fn make_room(&mut self, rank: SalientRank) -> bool {
         let Some(lowest) = self.groups.iter().map(|(_, g)| g.rank).min() else {
             return true;
         };
-        if lowest >= rank {
-            return false;
-        }
-        let Some(i) = self.groups.iter().rposition(|(_, g)| g.rank == lowest) else {
+        let i = if lowest < rank {
+            self.groups.iter().rposition(|(_, g)| g.rank == lowest)
+        } else if lowest == rank && self.groups.iter().all(|(_, g)| g.rank == rank) {
+            // Never the first: it holds the first line of the rank.
+            Some(self.groups.len() - 1).filter(|&i| i > 0)
+        } else {
+            None
+        };
+        let Some(i) = i else {
             return false;
         };
         let (shape, _) = self.groups.remove(i);
         self.drop_shape(shape);
-        self.index.clear();
-        for (j, (shape, _)) in self.groups.iter().enumerate() {
-            self.index.insert(*shape, j);
+        self.index.remove(&shape);
+        if i < self.groups.len() {
+            // Removed from the middle: the later shapes moved.
+            for (j, (shape, _)) in self.groups.iter().enumerate().skip(i) {
+                self.index.insert(*shape, j);
+            }
         }
         true
     }
