@@ -56,13 +56,27 @@ impl Remote {
         id: &ContentId,
         f: &mut dyn FnMut(Option<&[u8]>),
     ) -> Result<StoredObject, StoreError> {
-        let mut info = self.with_cache(id, &mut |cache| {
+        let found = self.with_cache(id, &mut |cache| {
             let r = cache.scan_good(id, f);
             if r.is_err() {
                 f(None);
             }
             r
-        })?;
+        });
+        let mut info = match found {
+            Err(e @ StoreError::Corrupt { .. }) => {
+                // A read found every copy damaged (a good one would have
+                // been read): they are set aside at once, not left to be
+                // served or to block the content's next write.
+                for encoding in Encoding::ALL {
+                    if self.head(&self.object_key(id, encoding))?.is_some() {
+                        let _ = self.quarantine(id, encoding);
+                    }
+                }
+                return Err(e);
+            }
+            other => other?,
+        };
         info.path = self.url_of(&self.object_key(id, info.encoding));
         Ok(info)
     }
@@ -120,9 +134,6 @@ impl Remote {
                 Ok(Some(got)) => got,
                 Ok(None) => continue,
                 Err(e @ StoreError::Corrupt { .. }) => {
-                    // Found damaged by a read: set aside at once, not left to
-                    // be served or to block the content's next write.
-                    let _ = self.quarantine(id, encoding);
                     first_error.get_or_insert(e);
                     continue;
                 }
