@@ -149,6 +149,15 @@ impl Client {
             .collect()
     }
 
+    /// SIGTERM to the proxy: it exits 128 + 15, and the server it started
+    /// (the pids in `server.pid`: itself and its grandchild) is gone.
+    fn terminate_with_server(self, what: &str) {
+        let pids = self.server_pids("server.pid");
+        assert!(!pids.is_empty(), "{what}: the server never started");
+        assert_eq!(self.terminate(), Some(128 + 15), "{what}");
+        assert_gone(&pids, what);
+    }
+
     /// SIGTERM, then the exit status, within five seconds.
     fn terminate(mut self) -> Option<i32> {
         // SAFETY: kill sends a signal to our own child.
@@ -225,10 +234,7 @@ fn every_hostile_upstream_is_answered_in_time_and_stopped() {
                 "{mode}: {description}"
             );
         }
-        let pids = c.server_pids("server.pid");
-        assert!(!pids.is_empty(), "{mode}: the server never started");
-        assert_eq!(c.terminate(), Some(128 + 15), "{mode}");
-        assert_gone(&pids, mode);
+        c.terminate_with_server(mode);
     }
 }
 
@@ -245,9 +251,7 @@ fn an_upstream_that_stops_reading_costs_a_call_its_limit_and_no_more() {
     );
     assert!(took <= limit + SLACK, "run_code took {took:?}");
     assert!(is_error, "{text}");
-    let pids = c.server_pids("server.pid");
-    assert_eq!(c.terminate(), Some(128 + 15));
-    assert_gone(&pids, "no-read");
+    c.terminate_with_server("no-read");
 }
 
 /// A server that failed to start is tried again at the next listing: once
@@ -274,9 +278,7 @@ fn a_server_that_failed_to_start_is_tried_again() {
     );
     assert!(!is_error, "{text}");
     assert_eq!(text, "echo:back");
-    let pids = c.server_pids("server.pid");
-    assert_eq!(c.terminate(), Some(128 + 15));
-    assert_gone(&pids, "until-file");
+    c.terminate_with_server("until-file");
 }
 
 /// With `--present both`, an upstream tool named like one of spillway's
@@ -331,9 +333,7 @@ fn tool_names_are_unique_when_an_upstream_tool_clashes() {
         direct["result"]["content"][0]["text"], "run_code:direct",
         "{direct}"
     );
-    let pids = c.server_pids("server.pid");
-    assert_eq!(c.terminate(), Some(128 + 15));
-    assert_gone(&pids, "clash");
+    c.terminate_with_server("clash");
 }
 
 /// An upstream tool whose schema refers back to itself eight times over
@@ -358,9 +358,7 @@ fn a_recursive_schema_cannot_blow_up_the_declaration() {
     );
     assert!(!is_error, "{text}");
     assert_eq!(text, "echo:ok");
-    let pids = c.server_pids("server.pid");
-    assert_eq!(c.terminate(), Some(128 + 15));
-    assert_gone(&pids, "recursive");
+    c.terminate_with_server("recursive");
 }
 
 /// SIGTERM to `mcp serve` stops the commands its calls run, top-level and

@@ -119,24 +119,15 @@ fn own_names(names: &ToolNames) -> Vec<String> {
 
 impl Front {
     /// The registry over every server's tools, each server listed within
-    /// `wait` (all at once, each on a thread of its own); a server that
+    /// `wait` (all begun at once, so their waits overlap); a server that
     /// cannot be listed in time is named in `unreachable` and tried again
     /// at the next listing. Built again only when a list changed.
     fn registry(&self, wait: Wait<'_>) -> Built {
-        let lists: Vec<Result<Arc<Vec<Value>>, String>> = std::thread::scope(|s| {
-            let handles: Vec<_> = self
-                .upstreams
-                .iter()
-                .map(|u| s.spawn(move || u.tools(wait)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err("listing its tools failed".into()))
-                })
-                .collect()
-        });
+        for u in &self.upstreams {
+            u.begin();
+        }
+        let lists: Vec<Result<Arc<Vec<Value>>, String>> =
+            self.upstreams.iter().map(|u| u.tools(wait)).collect();
         let same = |built: &Built| {
             built.lists.len() == lists.len()
                 && built.lists.iter().zip(&lists).all(|(a, b)| match (a, b) {

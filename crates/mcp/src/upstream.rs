@@ -409,46 +409,53 @@ impl Upstream {
         &self.spec.name
     }
 
-    /// The server's tools, as last listed; listed again (and the server
-    /// started again) when it is not reached, died or said its list
-    /// changed. The listing runs on a thread of its own with its own
-    /// deadline ([`ATTEMPT`]); this waits for it within `wait` (and no
-    /// more than [`RETRY_WAIT`] for a server that failed before), then
-    /// says why the server is not available now. A server still starting
-    /// then is looked at again at the next listing.
-    pub(crate) fn tools(self: &Arc<Self>, wait: Wait<'_>) -> Result<Arc<Vec<Value>>, String> {
+    /// Starts listing the server on a thread of its own (with its own
+    /// deadline, [`ATTEMPT`]) unless its tools are listed and current or an
+    /// attempt already runs: when it is not reached yet, failed, died or
+    /// said its list changed. Does not wait; [`tools`](Self::tools) does.
+    /// A caller of several servers begins them all, then waits for each,
+    /// so the waits overlap.
+    pub(crate) fn begin(self: &Arc<Self>) {
         let mut state = lock(&self.state);
-        let fresh = match &*state {
-            State::Ready { conn, tools } => {
-                if conn.alive.load(Ordering::SeqCst) && !self.changed.load(Ordering::SeqCst) {
-                    return Ok(tools.clone());
-                }
-                false
+        match &*state {
+            State::Ready { conn, .. }
+                if conn.alive.load(Ordering::SeqCst) && !self.changed.load(Ordering::SeqCst) =>
+            {
+                return
             }
-            State::Connecting => false,
-            State::Idle | State::Failed(_) => true,
-        };
-        if fresh || !matches!(&*state, State::Connecting) {
-            if self.stopping.load(Ordering::SeqCst) != 0 {
-                return Err(format!("the MCP server {:?} is stopping", self.spec.name));
-            }
-            let previous = std::mem::replace(&mut *state, State::Connecting);
-            let reuse = match previous {
-                State::Ready { conn, .. } if conn.alive.load(Ordering::SeqCst) => Some(conn),
-                State::Ready { conn, .. } => {
-                    conn.kill();
-                    None
-                }
-                _ => None,
-            };
-            let me = self.clone();
-            let spawned = std::thread::Builder::new()
-                .name(format!("mcp upstream {}", self.spec.name))
-                .spawn(move || me.attempt(reuse));
-            if let Err(e) = spawned {
-                *state = State::Failed(format!("cannot start a thread for it: {e}"));
-            }
+            State::Connecting => return,
+            _ => {}
         }
+        if self.stopping.load(Ordering::SeqCst) != 0 {
+            *state = State::Failed(format!("the MCP server {:?} is stopping", self.spec.name));
+            return;
+        }
+        let previous = std::mem::replace(&mut *state, State::Connecting);
+        let reuse = match previous {
+            State::Ready { conn, .. } if conn.alive.load(Ordering::SeqCst) => Some(conn),
+            State::Ready { conn, .. } => {
+                conn.kill();
+                None
+            }
+            _ => None,
+        };
+        let me = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("mcp upstream {}", self.spec.name))
+            .spawn(move || me.attempt(reuse));
+        if let Err(e) = spawned {
+            *state = State::Failed(format!("cannot start a thread for it: {e}"));
+        }
+    }
+
+    /// The server's tools, as last listed, listed again first when
+    /// [`begin`](Self::begin) says so: this waits for the listing within
+    /// `wait` (and no more than [`RETRY_WAIT`] for a server that failed
+    /// before), then says why the server is not available now. A server
+    /// still starting then is looked at again at the next listing.
+    pub(crate) fn tools(self: &Arc<Self>, wait: Wait<'_>) -> Result<Arc<Vec<Value>>, String> {
+        self.begin();
+        let mut state = lock(&self.state);
         let until = if self.failed_before.load(Ordering::SeqCst) {
             wait.until.min(Instant::now() + RETRY_WAIT)
         } else {
