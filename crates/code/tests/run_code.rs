@@ -569,6 +569,21 @@ fn outputs_at_and_just_over_the_budget() {
             "{factor}: {}",
             text(&r)
         );
+        // Logs with a NUL in every line, as long: still text, bounded, with
+        // each NUL shown and the failure kept, never a binary notice.
+        let nul = failing.replace("' ' + 'x'.repeat(40)", "'\\0' + 'x'.repeat(40)");
+        let r = run(&h, &format!("n{i}"), &nul);
+        let t = text(&r);
+        assert!(r.is_error && t.len() <= 4096, "{factor}: {}", t.len());
+        assert!(t.starts_with("line 00000\u{2400}x"), "{factor}: {t}");
+        assert!(
+            t.contains("\nCODE_RUN_FAILED: Uncaught Error: boom"),
+            "{factor}: {t}"
+        );
+        assert!(
+            !stored(&h, &r).contains(&0),
+            "{factor}: the stored output holds no NUL"
+        );
     }
 }
 
