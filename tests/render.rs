@@ -990,3 +990,84 @@ fn just_over_the_budget_the_block_counts_and_shows_the_omitted_middle() {
         }
     }
 }
+
+/// Checks a salient block against the raw lines: every number shown is a
+/// raw line that `is_error`, shown with `text` of it, and the header counts
+/// exactly the omitted raw lines that `is_error`. Returns the content's
+/// block lines.
+fn block_matches_raw_lines(
+    o: &Outcome,
+    raw: &[&str],
+    is_error: impl Fn(&str) -> bool,
+    text: impl Fn(&str) -> String,
+    what: &str,
+) {
+    let [first, last] = o.omitted_range.expect("spilled");
+    let matching = raw[first as usize - 1..last as usize]
+        .iter()
+        .filter(|l| is_error(l))
+        .count();
+    let header = if matching == 1 {
+        "[spillway: 1 omitted line matches error or warning patterns, ".to_owned()
+    } else {
+        format!("[spillway: {matching} omitted lines match error or warning patterns, ")
+    };
+    assert!(o.content.contains(&header), "{what}: {header}\n{}", o.content);
+    assert!(!o.salient_lines.is_empty(), "{what}: {}", o.content);
+    for &n in &o.salient_lines {
+        let line = raw[n as usize - 1];
+        assert!(is_error(line), "{what}: line {n} is {line:?}: {}", o.content);
+        let shown = format!("\n{n}:{}", text(line));
+        assert!(
+            o.content.contains(&format!("{shown}\n")) || o.content.contains(&format!("{shown} [+")),
+            "{what}: line {n} not shown as {shown:?}: {}",
+            o.content
+        );
+    }
+}
+
+/// An OSC title or a DCS string may hold line ends: the salient lines after
+/// one carry their raw line numbers, in the head's omitted end, the middle,
+/// the tail's omitted start and an input rendered whole.
+#[test]
+fn line_ends_inside_escape_strings_keep_salient_line_numbers_raw() {
+    let (_d, store) = temp_store();
+    let error = "\x1b[31merror: linker failed with code 1\x1b[0m";
+    let escapes = [
+        "\x1b]0;build \n status\x07compiling",
+        "\x1bPq\n#0;2;0;0;0\n\x1b\\compiling",
+        "\x1b]0;build \n status, never terminated",
+    ];
+    for esc in escapes {
+        for (lines, at) in [(20_000, 150), (20_000, 10_000), (20_000, 19_000), (400, 150)] {
+            let mut input = String::new();
+            for i in 1..=lines {
+                if i == at {
+                    input.push_str(esc);
+                } else if i == at + 4 {
+                    input.push_str(error);
+                } else {
+                    input.push_str(&format!("line {i} fine"));
+                }
+                input.push('\n');
+            }
+            let raw: Vec<&str> = input.split('\n').collect();
+            let s = spiller(&builder(4 << 10), &store);
+            for o in [
+                s.apply(input.as_bytes()).unwrap(),
+                apply_chunked(&s, input.as_bytes(), &[4093, 7]),
+            ] {
+                let what = format!("{esc:?} at {at} of {lines}");
+                let n = raw.iter().position(|l| *l == error).unwrap() as u64 + 1;
+                assert_eq!(o.salient_lines, [n], "{what}: {}", o.content);
+                block_matches_raw_lines(
+                    &o,
+                    &raw,
+                    |l| l == error,
+                    |_| "error: linker failed with code 1".to_owned(),
+                    &what,
+                );
+            }
+        }
+    }
+}

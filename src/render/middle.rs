@@ -11,7 +11,9 @@ use crate::salient::{shape, Caches, Candidate, Group, Matcher, SalientRank};
 
 /// `src` without its escape sequences (as the preview's cut rules read
 /// them), so that a colour code does not glue itself to a word the
-/// patterns look for. Line ends are kept.
+/// patterns look for. Every line end is kept, those inside an escape
+/// string (an OSC title or a DCS may hold some) too: the text has the raw
+/// bytes' lines, so a line found in it is numbered as the raw line.
 pub(crate) fn strip(src: &[u8], out: &mut Vec<u8>) {
     out.clear();
     let mut i = 0;
@@ -20,6 +22,8 @@ pub(crate) fn strip(src: &[u8], out: &mut Vec<u8>) {
         let j = i + e;
         let len = escape_len(&src[j..]).unwrap_or(src.len() - j);
         i = j + len.max(1);
+        let held = bytecount::count(&src[j..i], b'\n');
+        out.resize(out.len() + held, b'\n');
     }
     out.extend_from_slice(&src[i..]);
 }
