@@ -1026,6 +1026,60 @@ fn block_matches_raw_lines(
     }
 }
 
+/// An error line that straddles the budget's byte (the head collects that
+/// many rendered bytes, and cuts the line there) is found whole, wherever
+/// it starts around it, with many other errors or alone.
+#[test]
+fn an_error_line_across_the_heads_last_byte_is_found_whole() {
+    let (_d, store) = temp_store();
+    let budget = 32 << 10;
+    let fatal = "FATAL: disk on fire, giving up";
+    for others in [false, true] {
+        for start in (budget - 40..=budget + 2).step_by(3) {
+            let mut input = String::new();
+            let mut n = 0;
+            while input.len() + 11 <= start - 8 {
+                n += 1;
+                if others && n % 50 == 0 {
+                    input.push_str(&format!("ERROR {n:05}\n"));
+                } else {
+                    input.push_str(&format!("info {n:05}\n"));
+                }
+            }
+            // A filler line so that the fatal one starts at `start`.
+            let fill = start - input.len() - 1;
+            input.push_str(&"x".repeat(fill));
+            input.push('\n');
+            input.push_str(fatal);
+            input.push('\n');
+            for i in 0..20_000 {
+                if others && i % 50 == 0 {
+                    input.push_str(&format!("ERROR {i:05} later\n"));
+                } else {
+                    input.push_str(&format!("info {i:05}\n"));
+                }
+            }
+            let raw: Vec<&str> = input.lines().collect();
+            let fatal_line = raw.iter().position(|l| *l == fatal).unwrap() as u64 + 1;
+            let s = spiller(&builder(budget), &store);
+            for o in [
+                s.apply(input.as_bytes()).unwrap(),
+                apply_chunked(&s, input.as_bytes(), &[4093, 7]),
+            ] {
+                let what = format!("others {others}, at {start}");
+                assert!(o.salient_lines.contains(&fatal_line), "{what}: {}", o.content);
+                block_matches_raw_lines(
+                    &o,
+                    &raw,
+                    |l| l.starts_with("FATAL") || l.starts_with("ERROR"),
+                    |l| l.to_owned(),
+                    &what,
+                );
+            }
+        }
+    }
+}
+
 /// An OSC title or a DCS string may hold line ends: the salient lines after
 /// one carry their raw line numbers, in the head's omitted end, the middle,
 /// the tail's omitted start and an input rendered whole.

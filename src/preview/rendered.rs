@@ -377,7 +377,18 @@ pub(crate) fn build_rendered(
             if parts.whole {
                 scan(head, h_end, t_start, m, &mut before);
             } else {
-                scan(head, h_end, head.text.len(), m, &mut before);
+                // The head's last line, when its last byte cuts it, is the
+                // middle's to judge whole: it is a candidate when the
+                // preview omits all of it.
+                let cut_line = match head.text.rfind('\n') {
+                    Some(i) if i + 1 < head.text.len() => i + 1,
+                    None if !head.text.is_empty() => 0,
+                    _ => head.text.len(),
+                };
+                scan(head, h_end, cut_line, m, &mut before);
+                if h_end <= cut_line {
+                    before.extend(parts.middle.across.clone());
+                }
                 scan(tail, 0, t_start, m, &mut after);
             }
             Found::new(before, &parts.middle, after)

@@ -4,7 +4,7 @@
 
 use super::side::{Folder, Side};
 use super::terminal::{Sink, Span};
-use crate::salient::Group;
+use crate::salient::{Candidate, Group};
 
 /// The collected parts, at the end.
 pub(crate) struct Parts {
@@ -29,6 +29,10 @@ pub(crate) struct MiddleLines {
     /// The shapes of matched lines not kept, and whether that set is whole.
     pub dropped: std::collections::HashSet<u64>,
     pub exact: bool,
+    /// The matched line the head's last byte cuts (the head shows its
+    /// start), not counted in `matched`: the preview counts it when it
+    /// omits the whole line.
+    pub across: Option<Candidate>,
 }
 
 impl Default for MiddleLines {
@@ -39,6 +43,7 @@ impl Default for MiddleLines {
             matched: 0,
             dropped: std::collections::HashSet::new(),
             exact: true,
+            across: None,
         }
     }
 }

@@ -419,6 +419,28 @@ impl Finder {
     }
 }
 
+/// Where a hit goes once the head's end is known: to the middle's shapes
+/// if it lies between the head and `tail_start`, kept aside if the head's
+/// last byte cuts it.
+fn take(
+    h: &Pending,
+    bytes: &[u8],
+    head_end: u64,
+    tail_start: u64,
+    shapes: &mut Shapes,
+    across: &mut Option<(RawHit, SalientRank, u64)>,
+) {
+    if h.raw >= head_end {
+        if h.raw_end <= tail_start {
+            shapes.add(h, bytes);
+        }
+    } else if h.raw_end > head_end {
+        let mut hit = RawHit::default();
+        hit.set(h, bytes);
+        *across = Some((hit, h.rank, h.shape));
+    }
+}
+
 /// Scans whole raw lines as they stream.
 pub(crate) struct RawScan {
     finder: Finder,
@@ -436,6 +458,9 @@ pub(crate) struct RawScan {
     shapes: Shapes,
     /// Hits before this raw offset are in the head: passed over.
     head_end: Option<u64>,
+    /// The hit that starts in the head and ends after it: the line the
+    /// head's last byte cuts.
+    across: Option<(RawHit, SalientRank, u64)>,
 }
 
 impl RawScan {
@@ -451,6 +476,7 @@ impl RawScan {
             pending: Window::default(),
             shapes: Shapes::new(),
             head_end: None,
+            across: None,
         }
     }
 
@@ -538,14 +564,18 @@ impl RawScan {
         self.carry_line = self.line;
     }
 
-    /// Groups the hits that can no longer lie in the rendered tail.
+    /// Groups the hits that can no longer lie in the rendered tail. (Until
+    /// the head's end is known, every byte fed went to the head: its hits
+    /// are the head's.)
     fn evict(&mut self) {
         let keep_from = self.at.saturating_sub(self.window);
-        let (head_end, shapes) = (self.head_end, &mut self.shapes);
+        let Some(head_end) = self.head_end else {
+            self.pending.drain_before(keep_from, |_, _| {});
+            return;
+        };
+        let (shapes, across) = (&mut self.shapes, &mut self.across);
         self.pending.drain_before(keep_from, |h, bytes| {
-            if head_end.is_none_or(|e| h.raw >= e) {
-                shapes.add(h, bytes);
-            }
+            take(h, bytes, head_end, u64::MAX, shapes, across);
         });
     }
 
@@ -566,14 +596,17 @@ impl RawScan {
                     .push(span, self.carry_line, rank, shape, &carry);
             }
         }
-        let shapes = &mut self.shapes;
+        let (shapes, across) = (&mut self.shapes, &mut self.across);
         self.pending.drain_before(u64::MAX, |h, bytes| {
-            if h.raw >= head_end && h.raw_end <= tail_start {
-                shapes.add(h, bytes);
-            }
+            take(h, bytes, head_end, tail_start, shapes, across);
         });
         let shapes = self.shapes;
+        let across = self
+            .across
+            .filter(|(h, _, _)| h.raw_end <= tail_start)
+            .map(|(h, rank, shape)| show(&h, rank, shape));
         MiddleLines {
+            across,
             groups: shapes
                 .groups
                 .iter()
