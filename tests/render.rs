@@ -1080,6 +1080,46 @@ fn an_error_line_across_the_heads_last_byte_is_found_whole() {
     }
 }
 
+/// Exact repeats of an error line are counted as the raw lines they are,
+/// wherever they lie: near the head's cut and the tail's start (where the
+/// rendered text has folded them) as in the middle.
+#[test]
+fn exact_repeats_of_an_error_are_counted_line_by_line_near_either_end() {
+    let (_d, store) = temp_store();
+    let error = "ERROR abc def failed";
+    for (before, after) in [(3_000, 10_000), (30_000, 6_000), (30_000, 30_000), (2_500, 2_500)] {
+        let mut input = String::new();
+        for i in 0..before {
+            input.push_str(&format!("info {i}\n"));
+        }
+        for _ in 0..10 {
+            input.push_str(error);
+            input.push('\n');
+        }
+        for i in 0..after {
+            input.push_str(&format!("info {i}\n"));
+        }
+        let raw: Vec<&str> = input.lines().collect();
+        let s = spiller(&builder(32 << 10), &store);
+        for o in [
+            s.apply(input.as_bytes()).unwrap(),
+            apply_chunked(&s, input.as_bytes(), &[4093, 7]),
+        ] {
+            let what = format!("{before} before, {after} after");
+            let first = before as u64 + 1;
+            assert_eq!(o.salient_lines, [first, first + 9], "{what}: {}", o.content);
+            let note = format!(
+                "\n{first}:{error} [+8 like it, lines {}-{}]\n{}:{error}\n",
+                first + 1,
+                first + 8,
+                first + 9
+            );
+            assert!(o.content.contains(&note), "{what}: {note}\n{}", o.content);
+            block_matches_raw_lines(&o, &raw, |l| l == error, |l| l.to_owned(), &what);
+        }
+    }
+}
+
 /// An OSC title or a DCS string may hold line ends: the salient lines after
 /// one carry their raw line numbers, in the head's omitted end, the middle,
 /// the tail's omitted start and an input rendered whole.

@@ -10,11 +10,12 @@
 
 use super::{count_lines, cut_head, cut_tail, Limits, Place, Preview};
 use crate::notice::{Cut, Facts, Kind};
-use crate::render::side::{RawAt, Side};
+use crate::render::side::{Fold, RawAt, Side};
+use crate::render::terminal::Span;
 use std::collections::HashMap;
 
 use crate::render::{MiddleLines, Parts};
-use crate::salient::{shape, Candidate, Group, Matcher};
+use crate::salient::{shape, Candidate, Group, Matcher, SalientRank};
 
 /// What the rendered preview is made from.
 pub(crate) struct Rendered<'a> {
@@ -26,13 +27,25 @@ pub(crate) struct Rendered<'a> {
     pub salient_percent: u8,
 }
 
-/// The salient lines of `text[from..to]`, found with `matcher`.
-fn scan(side: &Side, from: usize, to: usize, matcher: &Matcher, out: &mut Vec<Candidate>) {
+/// The salient lines of `text[from..to]`, found with `matcher`, each with
+/// the copies a fold marker after it stands for (when the marker is before
+/// `to`): the raw lines they are, counted one by one. Copies whose marker
+/// starts at `from` (the line above them is shown) are counted too.
+fn scan(side: &Side, from: usize, to: usize, matcher: &Matcher, out: &mut Vec<Group>) {
     if from >= to {
         return;
     }
     let text = &side.text[from..to];
     let mut caches = matcher.caches();
+    if let Some(f) = side.fold_at(from) {
+        let above = side.text[..from.saturating_sub(1)]
+            .rfind('\n')
+            .map_or(0, |i| i + 1);
+        let line = &side.text[above..from.saturating_sub(1)];
+        if let Some(rank) = matcher.line_rank(line.as_bytes(), &mut caches) {
+            out.push(copies(line, f, rank, None));
+        }
+    }
     for (r, rank) in matcher.lines(text.as_bytes(), &mut caches) {
         let start = from + r.start;
         // Only whole lines: the part's first line may be cut.
@@ -44,15 +57,40 @@ fn scan(side: &Side, from: usize, to: usize, matcher: &Matcher, out: &mut Vec<Ca
             continue;
         };
         let line = &text[r];
-        out.push(Candidate::new(
+        let c = Candidate::new(
             line,
             a.line,
             (a.raw, b.raw.max(a.raw)),
             rank,
             shape::ranked(line.as_bytes(), rank),
-        ));
+        );
+        match side.fold_at(end).filter(|f| f.at < to) {
+            Some(f) => out.push(copies(line, f, rank, Some(c))),
+            None => out.push(Group::one(c)),
+        }
     }
     matcher.give_back(caches);
+}
+
+/// The group of `fold`'s copies of `line`, after `shown` if it is there.
+fn copies(line: &str, fold: &Fold, rank: SalientRank, shown: Option<Candidate>) -> Group {
+    let shape = shape::ranked(line.as_bytes(), rank);
+    let at = |s: Span| Candidate::new(line, s.line, (s.raw, s.raw_end), rank, shape);
+    let mut g = Group::one(at(fold.first));
+    if fold.copies > 1 {
+        g.count = fold.copies;
+        g.second = fold.second;
+        g.before_last = fold.before_last;
+        g.last = Some(at(fold.last));
+    }
+    match shown {
+        Some(c) => {
+            let mut first = Group::one(c);
+            first.then(g);
+            first
+        }
+        None => g,
+    }
 }
 
 /// The salient lines of the omitted part, by shape.
@@ -67,15 +105,15 @@ struct Found {
 impl Found {
     /// Joins the lines of the head's omitted end, the middle's groups and
     /// the lines of the tail's omitted start, shape by shape.
-    fn new(before: Vec<Candidate>, middle: &MiddleLines, after: Vec<Candidate>) -> Found {
-        let matched = before.len() as u64 + middle.matched + after.len() as u64;
+    fn new(before: Vec<Group>, middle: &MiddleLines, after: Vec<Group>) -> Found {
+        let count = |g: &[Group]| g.iter().map(|g| g.count).sum::<u64>();
+        let matched = count(&before) + middle.matched + count(&after);
         let mut index: HashMap<u64, usize> = HashMap::new();
         let mut groups: Vec<Group> = Vec::new();
         let all = before
             .into_iter()
-            .map(Group::one)
             .chain(middle.groups.iter().cloned())
-            .chain(after.into_iter().map(Group::one));
+            .chain(after);
         for g in all {
             match index.get(&g.shape()) {
                 Some(&i) => groups[i].then(g),
@@ -387,7 +425,7 @@ pub(crate) fn build_rendered(
                 };
                 scan(head, h_end, cut_line, m, &mut before);
                 if h_end <= cut_line {
-                    before.extend(parts.middle.across.clone());
+                    before.extend(parts.middle.across.clone().map(Group::one));
                 }
                 scan(tail, 0, t_start, m, &mut after);
             }

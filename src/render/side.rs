@@ -18,6 +18,33 @@ pub(crate) struct Anchor {
 pub(crate) struct Side {
     pub text: String,
     pub anchors: Vec<Anchor>,
+    /// The fold markers in `text`, in order.
+    pub folds: Vec<Fold>,
+}
+
+/// A fold marker: the copies of the line above it that it stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Fold {
+    /// Where the marker starts in the text.
+    pub at: usize,
+    /// How many copies.
+    pub copies: u64,
+    /// The first copy.
+    pub first: Span,
+    /// The second copy's raw line, when there are two or more.
+    pub second: Option<u64>,
+    /// The last but one copy's raw line, when there are two or more.
+    pub before_last: Option<u64>,
+    /// The last copy.
+    pub last: Span,
+}
+
+impl Side {
+    /// The fold whose marker starts at `at`, if any.
+    pub(crate) fn fold_at(&self, at: usize) -> Option<&Fold> {
+        let i = self.folds.partition_point(|f| f.at < at);
+        self.folds.get(i).filter(|f| f.at == at)
+    }
 }
 
 /// A raw position a cut maps to.
@@ -133,6 +160,8 @@ pub(crate) struct Folder {
     prev: Option<String>,
     run: u64,
     first: Option<Span>,
+    second: Option<u64>,
+    before_last: Option<u64>,
     last: Option<(Span, u64)>,
     copies: Vec<(Span, u64)>,
     /// Whether a marker was written.
@@ -150,7 +179,11 @@ impl Folder {
     ) {
         if newline && self.prev.as_deref() == Some(text) {
             self.run += 1;
+            if self.first.is_some() && self.second.is_none() {
+                self.second = Some(span.line);
+            }
             self.first.get_or_insert(span);
+            self.before_last = self.last.map(|(s, _)| s.line);
             self.last = Some((span, last_line));
             if self.copies.len() < COPIES {
                 self.copies.push((span, last_line));
@@ -178,12 +211,22 @@ impl Folder {
             (self.first.take(), self.last.take(), self.prev.as_deref())
         else {
             self.run = 0;
+            self.second = None;
+            self.before_last = None;
             return;
         };
         let marker = fold_marker(self.run);
         let copies_len = (prev.len() as u64 + 1).saturating_mul(self.run);
         if (marker.len() as u64 + 1) < copies_len || self.copies.len() as u64 != self.run {
             self.folded = true;
+            out.folds.push(Fold {
+                at: out.text.len(),
+                copies: self.run,
+                first,
+                second: self.second,
+                before_last: self.before_last,
+                last,
+            });
             out.push(
                 &marker,
                 true,
@@ -203,6 +246,8 @@ impl Folder {
         }
         self.copies.clear();
         self.run = 0;
+        self.second = None;
+        self.before_last = None;
         // A marker ends the run: the next copy starts a new one.
         self.prev = None;
     }
