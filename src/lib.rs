@@ -66,6 +66,7 @@ mod render;
 mod salient;
 mod stage;
 mod store;
+mod storing;
 mod sys;
 mod tokens;
 mod units;

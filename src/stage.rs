@@ -11,7 +11,8 @@ use crate::outcome::{ContentFormat, Outcome, StoreFailure, TokenCount};
 use crate::policy::{OnStoreError, Policy, PolicyError};
 use crate::preview::{self, TAIL_CONTEXT};
 use crate::render::{self, Parts, Render, Renderer};
-use crate::store::{ObjectWriter, Store, StoreError, StoredObject};
+use crate::store::{Store, StoreError, StoredObject};
+use crate::storing::Storing;
 
 /// A policy bound to a store, checked once; makes [`Stage`]s.
 ///
@@ -264,7 +265,7 @@ struct Spilling {
     /// The object being written, or why the store failed (the stream is
     /// still measured to its end); `None` when the input is stored
     /// elsewhere ([`Spiller::apply`]).
-    sink: Option<Result<ObjectWriter, StoreError>>,
+    sink: Option<Storing>,
     stored: u64,
     max_stored: u64,
     /// The JSON preview's state, when the policy reads JSON (on a thread
@@ -297,12 +298,9 @@ impl Spilling {
         if part.is_empty() {
             return;
         }
-        if let Some(Ok(w)) = self.sink.as_mut() {
-            match w.write_all(part) {
-                Ok(()) => self.stored += part.len() as u64,
-                // Dropping the writer removes its temp file.
-                Err(e) => self.sink = Some(Err(e)),
-            }
+        if let Some(sink) = self.sink.as_mut() {
+            sink.write(part);
+            self.stored += part.len() as u64;
         }
     }
 }
@@ -415,7 +413,7 @@ impl Stage {
                 cap + TAIL_CONTEXT
             }),
             sink: (!self.store_elsewhere)
-                .then(|| self.spiller.store.writer(policy.write_options())),
+                .then(|| Storing::start(&self.spiller.store, policy.write_options())),
             stored: 0,
             max_stored: policy.max_spill_bytes(),
             json: (policy.format() != Format::Text).then(|| Offload::Here(JsonStage::new(cap))),
@@ -518,7 +516,7 @@ impl Stage {
             }
             Some(sp) => {
                 let stored = match (sp.sink, elsewhere) {
-                    (Some(sink), _) => sink.and_then(ObjectWriter::finish),
+                    (Some(sink), _) => sink.finish(&spiller.store),
                     (None, Some(stored)) => stored,
                     // `apply` gives what it stored whenever it stores it.
                     (None, None) => {

@@ -187,3 +187,63 @@ fn junk_in_the_temp_directory_is_cleaned_without_following_links() {
         input
     );
 }
+
+/// Content the store holds already is reported stored, whatever fault the
+/// write meets (a full disk, a read-only or failing one, at the temp file's
+/// creation, a write, its fsync or its publishing): whole or streamed, just
+/// over the budget or large, raw or zstd, the same hit in every mode. A
+/// damaged copy is never that hit: it is set aside and the fault reported.
+#[test]
+fn content_already_stored_is_a_hit_whatever_fault_the_write_meets() {
+    let points = [
+        FaultPoint::Create,
+        FaultPoint::Write,
+        FaultPoint::Fsync,
+        FaultPoint::Publish,
+    ];
+    for size in [4500, 300_000, 3 << 20] {
+        let input = support::tool_output(31, size);
+        for compression in [Compression::None, Compression::Zstd { level: 1 }] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(dir.path()).unwrap();
+            let p = policy(compression, OnStoreError::Preview);
+            let first = Spiller::new(p.clone(), store.clone())
+                .unwrap()
+                .apply(&input)
+                .unwrap();
+            let first = first.spill.expect("stored");
+            for point in points {
+                for errno in [libc::ENOSPC, libc::EROFS, libc::EIO] {
+                    for nth in [1, 2] {
+                        let faulty = store.with_faults(FaultPlan::new(point, nth, errno));
+                        let s = Spiller::new(p.clone(), faulty.clone()).unwrap();
+                        for (way, o) in [
+                            ("whole", s.apply(&input).unwrap()),
+                            ("streamed", support::apply_chunked(&s, &input, &[4093])),
+                        ] {
+                            let what =
+                                format!("{size} {compression:?} {point:?} #{nth} {errno} {way}");
+                            assert!(o.store_error.is_none(), "{what}: {:?}", o.store_error);
+                            let spill = o.spill.as_ref().unwrap_or_else(|| panic!("{what}"));
+                            assert!(spill.dedup, "{what}");
+                            assert_eq!(spill.id, first.id, "{what}");
+                            assert_eq!(tmp_entries(&store), 0, "{what}: temp file left");
+                        }
+                    }
+                }
+            }
+            // A damaged copy, same size: set aside, and the fault reported.
+            let path = std::path::PathBuf::from(&first.path);
+            let mut bytes = std::fs::read(&path).unwrap();
+            let mid = bytes.len() / 2;
+            bytes[mid] ^= 1;
+            std::fs::write(&path, &bytes).unwrap();
+            let faulty = store.with_faults(FaultPlan::new(FaultPoint::Write, 1, libc::ENOSPC));
+            let o =
+                support::apply_chunked(&Spiller::new(p.clone(), faulty).unwrap(), &input, &[4093]);
+            assert!(o.spill.is_none(), "{size}: a damaged copy was a hit");
+            assert!(o.store_error.is_some(), "{size}");
+            assert!(!path.exists(), "{size}: the damaged copy is still in place");
+        }
+    }
+}

@@ -107,13 +107,12 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     /// Every object, without reading its contents.
     fn list(&self) -> Result<Vec<StoredObject>, StoreError>;
 
-    /// An existing object of this id that can be reused (`bytes`: the
-    /// content's length when the caller knows it), marked used.
-    fn dedup_hit(
-        &self,
-        id: &ContentId,
-        bytes: Option<u64>,
-    ) -> Result<Option<StoredObject>, StoreError>;
+    /// An existing object of this id whose content is `bytes` long, read
+    /// back and checked against its id, marked used: a copy that proves
+    /// damaged is set aside and `None` comes back. For a writer that knows
+    /// the id of what it could not write (a full disk, a read-only store):
+    /// a hit found is a hit. No default, as for `dedup_hit_content`.
+    fn verified_hit(&self, id: &ContentId, bytes: u64) -> Result<Option<StoredObject>, StoreError>;
 
     /// An existing object that holds `content` (whose id is `id`), marked
     /// used. No backend may call an object a hit before its bytes were

@@ -83,7 +83,7 @@ impl Memory {
         stored: Vec<u8>,
         bytes: u64,
     ) -> Result<StoredObject, StoreError> {
-        if let Some(hit) = self.dedup_hit(&id, Some(bytes))? {
+        if let Some(hit) = self.verified_hit(&id, bytes)? {
             return Ok(hit);
         }
         let stored_bytes = stored.len() as u64;
@@ -225,16 +225,16 @@ impl Backend for Memory {
     fn dedup_hit_content(
         &self,
         id: &ContentId,
-        _content: &[u8],
+        content: &[u8],
     ) -> Result<Option<StoredObject>, StoreError> {
-        // `dedup_hit` scans every copy against its id.
-        self.dedup_hit(id, None)
+        // `verified_hit` scans every copy against its id.
+        self.verified_hit(id, content.len() as u64)
     }
 
-    fn dedup_hit(
+    fn verified_hit(
         &self,
         id: &ContentId,
-        _bytes: Option<u64>,
+        _bytes: u64,
     ) -> Result<Option<StoredObject>, StoreError> {
         for encoding in Encoding::ALL {
             let Some(obj) = self.get(id, encoding) else {

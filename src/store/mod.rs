@@ -619,11 +619,12 @@ impl Backend for Local {
         Local::list(self)
     }
 
-    fn dedup_hit(
+    fn verified_hit(
         &self,
         id: &ContentId,
-        _bytes: Option<u64>,
+        _bytes: u64,
     ) -> Result<Option<StoredObject>, StoreError> {
+        // Every copy is hashed again; the id holds the length.
         Local::dedup_hit(self, id)
     }
 
@@ -838,6 +839,17 @@ impl Store {
         self.0.writer(opts)
     }
 
+    /// An object of this id holding `bytes` bytes, read back and checked
+    /// against its id, marked used: what a writer that could not write
+    /// reports when the store holds its content already.
+    pub(crate) fn verified_hit(
+        &self,
+        id: &ContentId,
+        bytes: u64,
+    ) -> Result<Option<StoredObject>, StoreError> {
+        self.0.verified_hit(id, bytes)
+    }
+
     /// Stores `bytes` in one call. When an object with this content already
     /// exists (and holds exactly these bytes: it is compared with them, not
     /// hashed again), nothing is kept of the write. From 1 MiB the bytes
@@ -906,12 +918,15 @@ impl Store {
             let written = writing
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            match (hit?, written?) {
+            // A hit found is a hit, whatever the write met meanwhile (a
+            // full disk): the write's error counts only without one.
+            match (hit?, written) {
                 (Some(hit), _) => Ok(hit),
-                (None, Some(w)) => w.with_id(id).finish(),
+                (None, Err(e)) => Err(e),
+                (None, Ok(Some(w))) => w.with_id(id).finish(),
                 // The copy found was not the content (it is set aside now):
                 // written again, one step after the other.
-                (None, None) => self.put_with_id(&id, bytes, opts),
+                (None, Ok(None)) => self.put_with_id(&id, bytes, opts),
             }
         })
     }

@@ -237,10 +237,10 @@ impl Backend for SinkBackend {
         Err(self.unreadable())
     }
 
-    fn dedup_hit(
+    fn verified_hit(
         &self,
         _id: &ContentId,
-        _bytes: Option<u64>,
+        _bytes: u64,
     ) -> Result<Option<StoredObject>, StoreError> {
         // Deduplication, if any, is the sink's.
         Ok(None)

@@ -376,9 +376,6 @@ impl ObjectWriter {
 
     fn process_piece(&mut self, data: &[u8]) -> Result<(), StoreError> {
         self.decide(data)?;
-        if self.known.is_none() {
-            self.hasher.update(data);
-        }
         let path = &self.label;
         match self.sink.as_mut() {
             Some(Sink::Raw(f) | Sink::Undecided(f)) => {
@@ -441,25 +438,22 @@ impl ObjectWriter {
         res
     }
 
-    /// Appends `data` to the object.
+    /// Appends `data` to the object. Every byte given is hashed, whatever
+    /// becomes of its write: a writer that failed still knows the id of
+    /// what it was given ([`into_hash`](Self::into_hash)).
     ///
     /// # Errors
     ///
     /// [`StoreError::Io`] when the temp file cannot be written. The writer
     /// should then be dropped, which removes the temp file.
     pub fn write_all(&mut self, data: &[u8]) -> Result<(), StoreError> {
-        if self.block.is_empty() && data.len() >= DIRECT {
-            // Large writes skip the block buffer (no copy), in pieces so the
-            // frame switch can happen and each piece is hashed and
-            // compressed while it is in cache.
-            self.bytes += data.len() as u64;
-            for piece in data.chunks(PIECE) {
-                self.process(piece)?;
-            }
-            return Ok(());
-        }
         self.bytes += data.len() as u64;
+        if self.block.is_empty() && data.len() >= DIRECT {
+            // Large writes skip the block buffer (no copy).
+            return self.write_pieces(data);
+        }
         if self.block.len() + data.len() <= BLOCK {
+            self.hash(data);
             if self.block.capacity() == 0 {
                 self.block
                     .reserve_exact(BLOCK.min(data.len().max(64 << 10)));
@@ -467,17 +461,54 @@ impl ObjectWriter {
             self.block.extend_from_slice(data);
             return Ok(());
         }
-        self.flush_block()?;
+        if let Err(e) = self.flush_block() {
+            self.hash(data);
+            return Err(e);
+        }
         if data.len() >= BLOCK {
-            for piece in data.chunks(PIECE) {
-                self.process(piece)?;
-            }
-            Ok(())
+            self.write_pieces(data)
         } else {
+            self.hash(data);
             self.block.reserve(BLOCK);
             self.block.extend_from_slice(data);
             Ok(())
         }
+    }
+
+    /// Writes `data` in pieces, so that the frame switch can happen and
+    /// each piece is hashed and compressed while it is in cache.
+    fn write_pieces(&mut self, data: &[u8]) -> Result<(), StoreError> {
+        for (i, piece) in data.chunks(PIECE).enumerate() {
+            self.hash(piece);
+            if let Err(e) = self.process(piece) {
+                self.hash(&data[((i + 1) * PIECE).min(data.len())..]);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    fn hash(&mut self, data: &[u8]) {
+        if self.known.is_none() {
+            self.hasher.update(data);
+        }
+    }
+
+    /// The id and the length of everything given so far, when the writer
+    /// hashes it (not when the caller gives the id).
+    pub(crate) fn content(&self) -> Option<(ContentId, u64)> {
+        self.known
+            .is_none()
+            .then(|| (ContentId::from_hash(self.hasher.finalize()), self.bytes))
+    }
+
+    /// Gives the write up (its temp file is removed, as when the writer is
+    /// dropped) and hands back the hash of everything given and its length,
+    /// for a caller that goes on hashing what the object would have held.
+    pub(crate) fn into_hash(mut self) -> Option<(blake3::Hasher, u64)> {
+        self.known
+            .is_none()
+            .then(|| (std::mem::take(&mut self.hasher), self.bytes))
     }
 
     /// Finishes the object: flushes, fsyncs (durable mode) and publishes it.
@@ -522,13 +553,20 @@ impl ObjectWriter {
                 return upload.publish(id, self.opts.encoding(), self.bytes);
             }
         };
+        let id = self.id();
+        // A copy already stored is the object: decided before the fsync,
+        // which it spares, and whatever the fsync would meet.
+        if let Some(store) = &self.local {
+            if let Some(hit) = store.dedup_hit(&id)? {
+                return Ok(hit);
+            }
+        }
         if self.opts.durability_mode() == Durability::Durable {
             // An fsync error is final: the object is not published, and the
             // write is never retried as if it had succeeded.
             file.sync().map_err(StoreError::io("fsync", &path))?;
         }
         let stored_bytes = file.written;
-        let id = self.id();
         self.publish(id, stored_bytes, file.file)
     }
 
@@ -541,9 +579,6 @@ impl ObjectWriter {
         let (Some(mut temp), Some(store)) = (self.temp.take(), self.local.clone()) else {
             return Err(after_failure(&self.label));
         };
-        if let Some(hit) = store.dedup_hit(&id)? {
-            return Ok(hit);
-        }
         let dest = store.object_path(&id, self.opts.encoding());
         let shard = dest.parent().unwrap_or(store.objects_dir()).to_path_buf();
         store.ensure_dir(&shard)?;

@@ -593,12 +593,8 @@ impl Backend for S3Backend {
         Ok(self.0.list_objects()?.into_iter().map(|(o, _)| o).collect())
     }
 
-    fn dedup_hit(
-        &self,
-        id: &ContentId,
-        bytes: Option<u64>,
-    ) -> Result<Option<StoredObject>, StoreError> {
-        self.0.dedup_hit(id, bytes)
+    fn verified_hit(&self, id: &ContentId, bytes: u64) -> Result<Option<StoredObject>, StoreError> {
+        self.0.verified_whole_hit(id, bytes)
     }
 
     fn dedup_hit_content(
