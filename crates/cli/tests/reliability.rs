@@ -465,3 +465,61 @@ fn sigterm_to_a_proxy_reaches_its_server() {
         );
     }
 }
+
+/// A 3 MiB output already stored, then a file size limit of 256 KiB (as a
+/// full disk, with SIGXFSZ ignored): mapped, read (`--no-map`) and piped,
+/// raw and zstd, `apply` reports the stored object every time, never "not
+/// saved".
+#[test]
+fn applying_stored_content_under_a_file_size_limit_is_a_hit_in_every_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let input = dir.path().join("out.log");
+    std::fs::write(&input, support::tool_output(9, 3 << 20)).unwrap();
+    for compression in ["none", "zstd"] {
+        let first = bin()
+            .arg("--store")
+            .arg(&store)
+            .args(["apply", "--json", "--compress", compression])
+            .arg(&input)
+            .output()
+            .unwrap();
+        let first: Value = serde_json::from_slice(&first.stdout).unwrap();
+        let id = first["spill"]["id"].as_str().unwrap().to_owned();
+        for mode in ["mapped", "read", "piped"] {
+            for run in 0..3 {
+                let script = match mode {
+                    "mapped" => {
+                        r#"ulimit -f 256; trap '' XFSZ; exec "$0" --store "$1" apply --json --compress "$2" "$3""#
+                    }
+                    "read" => {
+                        r#"ulimit -f 256; trap '' XFSZ; exec "$0" --store "$1" apply --json --no-map --compress "$2" "$3""#
+                    }
+                    _ => {
+                        r#"ulimit -f 256; trap '' XFSZ; cat "$3" | "$0" --store "$1" apply --json --compress "$2""#
+                    }
+                };
+                let out = Command::new("sh")
+                    .arg("-c")
+                    .arg(script)
+                    .arg(env!("CARGO_BIN_EXE_spillway"))
+                    .arg(&store)
+                    .arg(compression)
+                    .arg(&input)
+                    .env_remove("SPILLWAY_STORE")
+                    .env_remove("SPILLWAY_CONFIG")
+                    .env("XDG_CONFIG_HOME", "/nonexistent-spillway-test")
+                    .stdin(Stdio::null())
+                    .output()
+                    .unwrap();
+                let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+                    panic!("{mode}: {e}: {}", String::from_utf8_lossy(&out.stderr))
+                });
+                let what = format!("{compression} {mode} run {run}");
+                assert!(v["store_error"].is_null(), "{what}: {}", v["store_error"]);
+                assert_eq!(v["spill"]["id"], id.as_str(), "{what}");
+                assert_eq!(v["spill"]["dedup"], true, "{what}");
+            }
+        }
+    }
+}
