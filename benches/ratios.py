@@ -30,6 +30,8 @@ PAIRS = [
     ("json-preview", "text-preview", {67108864: 1.5}, ["json_articles"]),
     ("stage-terminal", "stage-raw-render", {67108864: 1.15}, ["terminal_plain"]),
     ("stage-terminal", "stage-raw-render", {67108864: 2.0}, ["terminal_coloured"]),
+    # NUL and other control bytes render to nothing: passed over, not parsed.
+    ("stage-terminal", "stage-raw-render", {67108864: 1.5}, ["terminal_control"]),
     ("stage-terminal-salient", "stage-raw-render", {}, None),
     ("stage-terminal-tokens", "stage-terminal", {67108864: 1.05}, None),
     # Code Mode: a program that prints 64 MiB, over the stage alone on the same bytes.

@@ -15,7 +15,7 @@
 //!   same spill (`stage-terminal` over `stage-raw-render`), the salient
 //!   scan on top (`stage-terminal-salient`), and a token budget beside none
 //!   (`stage-terminal-tokens` over `stage-terminal`), on plain text, on
-//!   heavily coloured build output, and on a flood of error lines (three
+//!   heavily coloured build output, on NUL and control bytes, and on a flood of error lines (three
 //!   in four match a salient pattern).
 //!
 //! `python3 benches/ratios.py` prints each case over its baseline.
@@ -171,6 +171,26 @@ fn flood_log(len: usize) -> Vec<u8> {
     out
 }
 
+/// Binary output read as text: runs of NUL bytes, other C0 controls the
+/// terminal ignores (BEL, VT, FF, SOH…) and a line end every 4 KiB or so,
+/// as when a program prints a core file or a compressed stream's zeros.
+fn control_log(len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 4096);
+    let mut i = 0usize;
+    while out.len() < len {
+        i += 1;
+        out.resize(out.len() + 1000 + (i * 37) % 2000, 0);
+        for _ in 0..10 {
+            out.extend_from_slice(b"\x01\x02\x03\x04\x05\x06\x07\x0b\x0c\x1c");
+        }
+        if i % 2 == 0 {
+            out.push(b'\n');
+        }
+    }
+    out.truncate(len);
+    out
+}
+
 fn terminal(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("store")).unwrap();
@@ -203,6 +223,7 @@ fn terminal(c: &mut Criterion) {
             ("plain", plain_log(len)),
             ("coloured", coloured_log(len)),
             ("flood", flood_log(len)),
+            ("control", control_log(len)),
         ];
         for (kind, input) in kinds {
             let mut g = c.benchmark_group(format!("terminal/{kind}"));

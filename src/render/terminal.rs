@@ -597,6 +597,38 @@ fn plain_prefix(b: &[u8]) -> usize {
     }
 }
 
+/// Whether the line model ignores `x` at rest: a C0 control it does not
+/// obey (all but backspace, `\t`, `\n`, `\r` and ESC: NUL, BEL, VT, FF,
+/// CAN, SUB and the rest change nothing on the screen), or DEL.
+fn ignored_control(x: u8) -> bool {
+    (x < 0x20) & (x != 0x08) & (x != b'\t') & (x != b'\n') & (x != b'\r') & (x != 0x1B)
+        | (x == 0x7F)
+}
+
+/// How many bytes at the start of `b` are controls the line model ignores
+/// at rest: a run of NULs (binary output) or other controls is passed over
+/// at the speed of a vectorized scan, not a parser call a byte.
+fn ignored_run(b: &[u8]) -> usize {
+    const W: usize = 64;
+    let mut i = 0;
+    while i + W <= b.len() {
+        // Branch-free over the block, in bytes, so it vectorizes.
+        let kept = b[i..i + W].iter().fold(0u8, |acc, &x| {
+            acc | u8::from(x >= 0x20)
+                | u8::from(x == 0x08)
+                | u8::from(x == b'\t')
+                | u8::from(x == b'\n')
+                | u8::from(x == b'\r')
+                | u8::from(x == 0x1B)
+        });
+        if kept != 0 {
+            break;
+        }
+        i += W;
+    }
+    i + b[i..].iter().take_while(|&&x| ignored_control(x)).count()
+}
+
 /// The terminal renderer: raw bytes in, rendered lines out to a sink.
 pub(crate) struct Terminal {
     parser: vte::Parser,
@@ -748,6 +780,15 @@ impl Terminal {
                 let r = self.screen.row;
                 self.screen.rows[r].crlf = true;
                 rest = &rest[1..];
+                continue;
+            }
+            if self.screen.ground && ignored_control(rest[0]) {
+                // Controls the parser would take one by one and the model
+                // ignore, as it does (the row is no longer its raw bytes).
+                let n = ignored_run(rest);
+                let r = self.screen.row;
+                self.screen.rows[r].exact = false;
+                rest = &rest[n..];
                 continue;
             }
             if rest[0] != 0x1B && self.screen.ground {
