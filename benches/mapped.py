@@ -1,17 +1,14 @@
 #!/usr/bin/env python3
-"""`spillway apply FILE` on a large regular file: read as a stream
-(`--no-map`) against mapped (the default), each with a fresh store (a new
-object is written) and again on the same store (a dedup hit); and `verify`
-of a store of raw objects as large (objects of 64 MiB), mapped (the
-default) against read (each object held open for writing by this script,
-so no lease is granted and verify reads it). One process per run; the
-files are in the page cache.
+"""`verify` of a store of raw objects (objects of 64 MiB adding up to the
+size), mapped under a read lease (the default) against read (each object
+held open for writing by this script, so no lease is granted and verify
+reads it). One process per run; the files are in the page cache. (`apply`
+reads its input as a stream: a mapping of a file another process may
+rewrite or truncate is not sound.)
 
     python3 benches/mapped.py BIN [SIZE_MIB] [RUNS]
 
-Runs each case with the default policy (the terminal render, whose salient
-scan reads every line) and with `--render raw`, and prints a Markdown
-table of medians and the read/mapped ratios.
+Prints a Markdown table of medians and the read/mapped ratio.
 """
 import os
 import shutil
@@ -51,25 +48,12 @@ def timed(argv):
 
 
 def measure(binary, size, runs):
-    """Every row, as (what, policy, read seconds, mapped seconds)."""
+    """The row, as (what, policy, read seconds, mapped seconds)."""
     rows = []
     tmp = tempfile.mkdtemp()
     try:
         path = os.path.join(tmp, "input.log")
         log_file(path, size)
-        for policy, flags in [("default (terminal render)", []), ("`--render raw`", ["--render", "raw"])]:
-            results = {}
-            for mode, extra in [("read", ["--no-map"]), ("mapped", [])]:
-                new, hit = [], []
-                for _ in range(runs):
-                    store = os.path.join(tmp, "store")
-                    shutil.rmtree(store, ignore_errors=True)
-                    base = [binary, "--store", store, "apply"] + flags + extra + [path]
-                    new.append(timed(base))
-                    hit.append(timed(base))
-                results[mode] = (statistics.median(new), statistics.median(hit))
-            for i, what in enumerate(["`apply`: new object (fresh store)", "`apply`: dedup hit (object exists)"]):
-                rows.append((what, policy, results["read"][i], results["mapped"][i]))
         # A store of raw 64 MiB objects adding up to the size.
         store = os.path.join(tmp, "vstore")
         with open(path, "rb") as f:

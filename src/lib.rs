@@ -55,7 +55,6 @@ compile_error!(
 // One path per public type: the modules are private, and everything public
 // is re-exported here, in the order data flows.
 mod json;
-mod map;
 mod measure;
 mod notice;
 mod offload;
@@ -89,7 +88,6 @@ pub use salient::{
 };
 pub use tokens::Tokenizer;
 
-pub use map::with_mapped_file;
 pub use outcome::{ContentFormat, Outcome, StoreFailure, TokenCount};
 pub use stage::{FinishError, Spiller, Stage};
 

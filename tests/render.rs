@@ -1012,11 +1012,19 @@ fn block_matches_raw_lines(
     } else {
         format!("[spillway: {matching} omitted lines match error or warning patterns, ")
     };
-    assert!(o.content.contains(&header), "{what}: {header}\n{}", o.content);
+    assert!(
+        o.content.contains(&header),
+        "{what}: {header}\n{}",
+        o.content
+    );
     assert!(!o.salient_lines.is_empty(), "{what}: {}", o.content);
     for &n in &o.salient_lines {
         let line = raw[n as usize - 1];
-        assert!(is_error(line), "{what}: line {n} is {line:?}: {}", o.content);
+        assert!(
+            is_error(line),
+            "{what}: line {n} is {line:?}: {}",
+            o.content
+        );
         let shown = format!("\n{n}:{}", text(line));
         assert!(
             o.content.contains(&format!("{shown}\n")) || o.content.contains(&format!("{shown} [+")),
@@ -1067,7 +1075,11 @@ fn an_error_line_across_the_heads_last_byte_is_found_whole() {
                 apply_chunked(&s, input.as_bytes(), &[4093, 7]),
             ] {
                 let what = format!("others {others}, at {start}");
-                assert!(o.salient_lines.contains(&fatal_line), "{what}: {}", o.content);
+                assert!(
+                    o.salient_lines.contains(&fatal_line),
+                    "{what}: {}",
+                    o.content
+                );
                 block_matches_raw_lines(
                     &o,
                     &raw,
@@ -1087,7 +1099,12 @@ fn an_error_line_across_the_heads_last_byte_is_found_whole() {
 fn exact_repeats_of_an_error_are_counted_line_by_line_near_either_end() {
     let (_d, store) = temp_store();
     let error = "ERROR abc def failed";
-    for (before, after) in [(3_000, 10_000), (30_000, 6_000), (30_000, 30_000), (2_500, 2_500)] {
+    for (before, after) in [
+        (3_000, 10_000),
+        (30_000, 6_000),
+        (30_000, 30_000),
+        (2_500, 2_500),
+    ] {
         let mut input = String::new();
         for i in 0..before {
             input.push_str(&format!("info {i}\n"));
@@ -1133,7 +1150,12 @@ fn line_ends_inside_escape_strings_keep_salient_line_numbers_raw() {
         "\x1b]0;build \n status, never terminated",
     ];
     for esc in escapes {
-        for (lines, at) in [(20_000, 150), (20_000, 10_000), (20_000, 19_000), (400, 150)] {
+        for (lines, at) in [
+            (20_000, 150),
+            (20_000, 10_000),
+            (20_000, 19_000),
+            (400, 150),
+        ] {
             let mut input = String::new();
             for i in 1..=lines {
                 if i == at {

@@ -138,10 +138,9 @@ pub struct ApplyArgs {
     /// Print one JSON object (the outcome) instead of the text.
     #[arg(long)]
     pub json: bool,
-    /// Read a regular input file as a stream instead of mapping it into
-    /// memory (by default a file of 1 MiB or more that no process has open
-    /// for writing is mapped under a read lease).
-    #[arg(long)]
+    /// Accepted for compatibility and ignored: every input is read as a
+    /// stream (a mapped file could change or vanish under the stage).
+    #[arg(long, hide = true)]
     pub no_map: bool,
 }
 

@@ -303,18 +303,6 @@ fn code(eff: &Effective, store: &Store, args: CodeArgs) -> Result<i32> {
     Ok(i32::from(result.is_error))
 }
 
-/// Streams `reader` into a stage in 1 MiB reads.
-fn stream(
-    spiller: &Spiller,
-    reader: &mut dyn Read,
-    progress: &mut Progress,
-    size: Option<u64>,
-) -> io::Result<spillway::Stage> {
-    let mut stage = spiller.stage();
-    pump(reader, &mut stage, &mut |done| progress.bytes(done, size))?;
-    Ok(stage)
-}
-
 fn spiller(eff: &Effective, store: &Store) -> Result<Spiller> {
     // The read hint must work pasted as it is: a store that is not the
     // default one is named in it.
@@ -333,88 +321,36 @@ fn finish(stage: spillway::Stage) -> (Outcome, Option<String>) {
     }
 }
 
-/// `apply` maps an input file from this size.
-const MAP_FROM: u64 = 1 << 20;
-
-/// Stdin as a file of its own, when it is a regular file (`< FILE`).
-fn stdin_file() -> Option<File> {
-    use std::os::fd::AsFd;
-    let fd = io::stdin().as_fd().try_clone_to_owned().ok()?;
-    let file = File::from(fd);
-    file.metadata().ok()?.is_file().then_some(file)
-}
-
 fn apply(eff: &Effective, store: &Store, args: ApplyArgs, quiet: bool) -> Result<i32> {
     let spiller = spiller(eff, store)?;
     let mut progress = Progress::new("apply", quiet);
-    // A regular file (named, or as stdin) of 1 MiB or more is mapped when
-    // it can be (`spillway::with_mapped_file`): the stage then has the whole
-    // input at once. A smaller one costs more to map than to read.
-    let (file, name) = match args.file.as_deref() {
-        Some(p) if p.as_os_str() != "-" => (
-            Some(File::open(p).with_context(|| format!("open {}", p.display()))?),
-            p.display().to_string(),
-        ),
-        _ => (stdin_file(), "stdin".to_owned()),
-    };
-    // Stdin may be a file some bytes of which were read already (`{ read
-    // -r line; spillway apply; } < FILE`): the input starts at its offset,
-    // and the offset is left at the end of what was read, as a reader's.
-    let start = file
-        .as_ref()
-        .and_then(|mut f| f.stream_position().ok())
-        .unwrap_or(0);
-    let large = |f: &&File| {
-        f.metadata()
-            .is_ok_and(|m| m.len().saturating_sub(start) >= MAP_FROM)
-    };
-    let mapped = file
-        .as_ref()
-        .filter(|_| !args.no_map)
-        .filter(large)
-        .and_then(|f| {
-            spillway::with_mapped_file(f, |whole| {
-                let input = usize::try_from(start)
-                    .ok()
-                    .and_then(|s| whole.get(s..))
-                    .unwrap_or_default();
-                progress.bytes(input.len() as u64, Some(input.len() as u64));
-                (spiller.apply(input), start + input.len() as u64)
-            })
-        })
-        .map(|(done, end)| {
-            if let Some(mut f) = file.as_ref() {
-                let _ = f.seek(io::SeekFrom::Start(end));
-            }
-            done
-        });
-    let (outcome, failure) = match mapped {
-        Some(done) => {
+    let (input, name) = open_input(args.file.as_deref(), &mut progress)?;
+    let done = match input {
+        Input::Whole(buf) => {
             progress.clear();
-            match done {
-                Ok(o) => (o, None),
-                Err(e) => {
-                    let msg = e.to_string();
-                    (e.into_outcome(), Some(msg))
-                }
-            }
+            spiller.apply(&buf)
         }
-        None => {
-            let stage = match file {
-                Some(mut f) if name != "stdin" => {
-                    let size = f.metadata().ok().map(|m| m.len());
-                    stream(&spiller, &mut f, &mut progress, size)
-                        .with_context(|| format!("read {name}"))?
-                }
-                _ => {
-                    let stdin = io::stdin();
-                    widen_pipe(&stdin);
-                    stream(&spiller, &mut stdin.lock(), &mut progress, None)
-                        .context("read stdin")?
-                }
-            };
+        Input::Stream {
+            read,
+            mut rest,
+            size,
+        } => {
+            let mut stage = spiller.stage();
+            stage.feed(&read);
+            let before = read.len() as u64;
+            pump(&mut rest, &mut stage, &mut |done| {
+                progress.bytes(before + done, size)
+            })
+            .with_context(|| format!("read {name}"))?;
             progress.clear();
-            finish(stage)
+            stage.finish()
+        }
+    };
+    let (outcome, failure) = match done {
+        Ok(o) => (o, None),
+        Err(e) => {
+            let msg = e.to_string();
+            (e.into_outcome(), Some(msg))
         }
     };
     if args.json {
@@ -428,6 +364,95 @@ fn apply(eff: &Effective, store: &Store, args: ApplyArgs, quiet: bool) -> Result
         Some(msg) => Err(anyhow!(msg)),
         None => Ok(0),
     }
+}
+
+/// `apply` reads a regular input file of at most this many bytes whole.
+const WHOLE_UP_TO: u64 = 64 << 20;
+
+/// `apply`'s input, as it will be applied.
+enum Input {
+    /// All of it, read into memory.
+    Whole(Vec<u8>),
+    /// What was read of it so far, and the rest to stream.
+    Stream {
+        read: Vec<u8>,
+        rest: Box<dyn Read>,
+        size: Option<u64>,
+    },
+}
+
+/// `apply`'s input and its name. A regular file (named, or as stdin from
+/// its offset) of at most [`WHOLE_UP_TO`] bytes is read whole, so the
+/// stage has the whole input and its id is known before anything is
+/// stored (written while hashed, a copy found at once, on S3 straight to
+/// its key). It is never mapped: a mapping of a file that another process
+/// rewrites or truncates could hand the store bytes other than the ones
+/// hashed, or end in SIGBUS. A longer file, one that grows past the limit
+/// while it is read, and a pipe are streamed. Stdin is left at the end of
+/// what was read, as any reader leaves it.
+fn open_input(file: Option<&std::path::Path>, progress: &mut Progress) -> Result<(Input, String)> {
+    let (file, name) = match file {
+        Some(p) if p.as_os_str() != "-" => (
+            Some(File::open(p).with_context(|| format!("open {}", p.display()))?),
+            p.display().to_string(),
+        ),
+        _ => (stdin_file(), "stdin".to_owned()),
+    };
+    let Some(mut f) = file else {
+        let stdin = io::stdin();
+        widen_pipe(&stdin);
+        let rest = Box::new(stdin);
+        return Ok((
+            Input::Stream {
+                read: Vec::new(),
+                rest,
+                size: None,
+            },
+            name,
+        ));
+    };
+    let left = f.metadata().ok().and_then(|m| {
+        let at = f.stream_position().ok()?;
+        m.is_file().then(|| m.len().saturating_sub(at))
+    });
+    let Some(left) = left.filter(|&n| n <= WHOLE_UP_TO) else {
+        let rest = Box::new(f);
+        return Ok((
+            Input::Stream {
+                read: Vec::new(),
+                rest,
+                size: left,
+            },
+            name,
+        ));
+    };
+    let mut read = Vec::with_capacity(left as usize + 1);
+    (&mut f)
+        .take(WHOLE_UP_TO + 1)
+        .read_to_end(&mut read)
+        .with_context(|| format!("read {name}"))?;
+    progress.bytes(read.len() as u64, Some(read.len() as u64));
+    if read.len() as u64 <= WHOLE_UP_TO {
+        return Ok((Input::Whole(read), name));
+    }
+    // It grew while it was read: what was read, then the rest.
+    let rest = Box::new(f);
+    Ok((
+        Input::Stream {
+            read,
+            rest,
+            size: None,
+        },
+        name,
+    ))
+}
+
+/// Stdin as a file of its own, when it is a regular file (`< FILE`).
+fn stdin_file() -> Option<File> {
+    use std::os::fd::AsFd;
+    let fd = io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let file = File::from(fd);
+    file.metadata().ok()?.is_file().then_some(file)
 }
 
 fn run_command(eff: &Effective, store: &Store, args: RunArgs) -> Result<i32> {

@@ -424,10 +424,10 @@ fn the_smallest_budget_an_error_names_works() {
     }
 }
 
-/// A regular file is mapped (named, or as stdin) and gives exactly the
-/// outcome of reading it as a stream (`--no-map`, and a pipe).
+/// A regular file, named or as stdin, gives exactly the outcome of a pipe
+/// of the same bytes (`--no-map` is still accepted, and changes nothing).
 #[test]
-fn a_mapped_file_gives_the_outcome_of_a_read_one() {
+fn a_named_or_redirected_file_gives_the_outcome_of_a_pipe() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
     let file = dir.path().join("build.log");
@@ -467,7 +467,7 @@ fn a_mapped_file_gives_the_outcome_of_a_read_one() {
 }
 
 /// Stdin redirected from a file that a reader before spillway read from
-/// (`{ read -r line; spillway apply; } < FILE`): mapped or read, the input
+/// (`{ read -r line; spillway apply; } < FILE`): with or without `--no-map`, the input
 /// starts at stdin's offset, and spillway leaves the offset at the end, as
 /// any reader of stdin would.
 #[test]

@@ -467,7 +467,7 @@ fn sigterm_to_a_proxy_reaches_its_server() {
 }
 
 /// A 3 MiB output already stored, then a file size limit of 256 KiB (as a
-/// full disk, with SIGXFSZ ignored): mapped, read (`--no-map`) and piped,
+/// full disk, with SIGXFSZ ignored): named, named with `--no-map` and piped,
 /// raw and zstd, `apply` reports the stored object every time, never "not
 /// saved".
 #[test]
@@ -486,10 +486,10 @@ fn applying_stored_content_under_a_file_size_limit_is_a_hit_in_every_mode() {
             .unwrap();
         let first: Value = serde_json::from_slice(&first.stdout).unwrap();
         let id = first["spill"]["id"].as_str().unwrap().to_owned();
-        for mode in ["mapped", "read", "piped"] {
+        for mode in ["named", "read", "piped"] {
             for run in 0..3 {
                 let script = match mode {
-                    "mapped" => {
+                    "named" => {
                         r#"ulimit -f 256; trap '' XFSZ; exec "$0" --store "$1" apply --json --compress "$2" "$3""#
                     }
                     "read" => {
@@ -521,5 +521,126 @@ fn applying_stored_content_under_a_file_size_limit_is_a_hit_in_every_mode() {
                 assert_eq!(v["spill"]["dedup"], true, "{what}");
             }
         }
+    }
+}
+
+/// Stops `pid` (SIGSTOP) or lets it go on (SIGCONT).
+fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill takes a pid and a signal number and touches no memory.
+    assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
+}
+
+/// Whether process `pid` has `path` open.
+fn has_open(pid: u32, path: &Path) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|d| {
+        d.flatten()
+            .any(|e| std::fs::read_link(e.path()).is_ok_and(|t| t == path))
+    })
+}
+
+/// The kernel's lease-break-time lowered to 1 s while a test runs (as
+/// root can), so that no read lease could shield a mapping for long;
+/// restored after.
+struct LeaseBreakTime(Option<String>);
+
+impl LeaseBreakTime {
+    const KNOB: &'static str = "/proc/sys/fs/lease-break-time";
+
+    fn lower() -> LeaseBreakTime {
+        let old = std::fs::read_to_string(Self::KNOB).ok();
+        let lowered = old.is_some() && std::fs::write(Self::KNOB, "1").is_ok();
+        LeaseBreakTime(old.filter(|_| lowered))
+    }
+}
+
+impl Drop for LeaseBreakTime {
+    fn drop(&mut self) {
+        if let Some(old) = &self.0 {
+            let _ = std::fs::write(Self::KNOB, old.trim());
+        }
+    }
+}
+
+/// A file truncated or rewritten while `apply` has it open and is stopped
+/// (Ctrl-Z), past the lease-break-time: `apply` never dies of SIGBUS, and
+/// the object it reports stored reads back whole, its bytes the ones it
+/// hashed (never an object published from bytes that changed after).
+#[test]
+fn a_file_truncated_or_rewritten_mid_apply_never_crashes_and_stores_what_was_read() {
+    let _knob = LeaseBreakTime::lower();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let path = dir.path().join("big.log");
+    // Read whole (up to 64 MiB), and streamed.
+    for (size, change) in [
+        (48 << 20, "truncate"),
+        (48 << 20, "rewrite"),
+        (80 << 20, "truncate"),
+        (80 << 20, "rewrite"),
+    ] {
+        std::fs::write(&path, support::tool_output(17, size)).unwrap();
+        let mut child = bin()
+            .arg("--store")
+            .arg(&store)
+            .args(["apply", "--json", "--compress", "zstd", "--level", "9"])
+            .arg(&path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !has_open(pid, &path) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        signal(pid, libc::SIGSTOP);
+        // Past the lease-break-time, from another thread: a writer that a
+        // lease would hold waits for it at most that long.
+        let target = path.clone();
+        let changer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1200));
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&target)
+                .unwrap();
+            if change == "truncate" {
+                f.set_len(1000).unwrap();
+            } else {
+                use std::os::unix::fs::FileExt;
+                f.write_all_at(&vec![b'#'; size / 2], (size / 2) as u64)
+                    .unwrap();
+            }
+        });
+        changer.join().unwrap();
+        signal(pid, libc::SIGCONT);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{change}: {:?} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(v["store_error"].is_null(), "{change}: {}", v["store_error"]);
+        let id = v["spill"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{change}: {v}"));
+        let back = bin()
+            .arg("--store")
+            .arg(&store)
+            .args(["show", id])
+            .output()
+            .unwrap();
+        assert!(
+            back.status.success(),
+            "{change}: {}",
+            String::from_utf8_lossy(&back.stderr)
+        );
+        assert_eq!(
+            back.stdout.len() as u64,
+            v["spill"]["bytes"].as_u64().unwrap(),
+            "{change}"
+        );
     }
 }
