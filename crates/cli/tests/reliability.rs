@@ -579,7 +579,7 @@ fn a_file_truncated_or_rewritten_mid_apply_never_crashes_and_stores_what_was_rea
         (80 << 20, "rewrite"),
     ] {
         std::fs::write(&path, support::tool_output(17, size)).unwrap();
-        let mut child = bin()
+        let child = bin()
             .arg("--store")
             .arg(&store)
             .args(["apply", "--json", "--compress", "zstd", "--level", "9"])
