@@ -183,7 +183,7 @@ fn control_log(len: usize) -> Vec<u8> {
         for _ in 0..10 {
             out.extend_from_slice(b"\x01\x02\x03\x04\x05\x06\x07\x0b\x0c\x1c");
         }
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             out.push(b'\n');
         }
     }
