@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
+use super::format::{first_good, one_match, parse_trailer, scan_stored, TRAILER_LEN};
 use super::maintain::choose_and_remove;
-use super::read::{first_good, one_match, scan_stored};
-use super::write::{parse_trailer, TRAILER_LEN};
+use super::write::{Commit, ObjectOut};
 use super::{
     Backend, ContentId, CorruptObject, Encoding, GcOptions, GcReport, IdPrefix, Location,
     ObjectWriter, Stats, StoreError, StoredObject, VerifyReport, WriteOptions,
@@ -126,6 +126,17 @@ static MEMORY: Location = Location::Memory;
 pub(crate) struct MemoryOut {
     pub(crate) memory: Memory,
     pub(crate) buf: Vec<u8>,
+}
+
+impl ObjectOut for MemoryOut {
+    fn label(&self) -> PathBuf {
+        PathBuf::from("memory:")
+    }
+
+    fn commit(self: Box<Self>, c: Commit) -> Result<StoredObject, StoreError> {
+        let MemoryOut { memory, buf } = *self;
+        memory.publish(c.id, c.encoding, buf, c.bytes)
+    }
 }
 
 impl io::Write for MemoryOut {
@@ -259,13 +270,11 @@ impl Backend for Memory {
     }
 
     fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
-        Ok(ObjectWriter::memory(
-            MemoryOut {
-                memory: self.clone(),
-                buf: Vec::new(),
-            },
-            opts,
-        ))
+        let out = MemoryOut {
+            memory: self.clone(),
+            buf: Vec::new(),
+        };
+        Ok(ObjectWriter::new(Box::new(out), opts))
     }
 
     fn clean_temp(&self, _grace: Duration) -> Result<usize, StoreError> {

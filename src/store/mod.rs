@@ -18,17 +18,10 @@
 //!
 //! # zstd object format
 //!
-//! ```text
-//! offset  size  content
-//! 0       F     zstd frames (RFC 8878) whose decompressed contents, in order, are the
-//!               stored bytes: one frame, or for objects over 8 MiB two (the first
-//!               8 MiB single-threaded, the rest compressed by worker threads)
-//! F       4     5E 2A 4D 18: the magic of a skippable frame (0x184D2A5E, little-endian),
-//!               which zstd decoders pass over
-//! F+4     4     10 00 00 00: the skippable frame's payload size, 16 (u32, little-endian)
-//! F+8     8     73 70 69 6C 6C 77 79 31: "spillwy1", the trailer's tag and version
-//! F+16    8     the number of decompressed bytes (u64, little-endian)
-//! ```
+//! zstd frames, then a 24-byte trailer (a skippable frame) that records the
+//! decompressed size, byte by byte in [`format`]. One frame, or for objects
+//! over 8 MiB two (the first 8 MiB single-threaded, the rest compressed by
+//! worker threads).
 //!
 //! The trailer lets `ls` and `stats` report sizes without decompressing; a
 //! read still checks it against what it decompressed.
@@ -58,12 +51,14 @@ mod backend;
 #[cfg(feature = "test-seams")]
 mod crash;
 mod default;
+mod format;
 mod grep;
 mod id;
 mod maintain;
 mod memory;
 mod object;
 mod pointer;
+mod publish;
 mod read;
 #[cfg(feature = "s3")]
 mod remote;
@@ -637,7 +632,7 @@ impl Backend for Local {
     }
 
     fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
-        ObjectWriter::local(self.clone(), opts)
+        publish::LocalOut::writer(self.clone(), opts)
     }
 
     fn clean_temp(&self, grace: std::time::Duration) -> Result<usize, StoreError> {

@@ -179,6 +179,16 @@ impl SinkOut {
     }
 }
 
+impl super::write::ObjectOut for SinkOut {
+    fn label(&self) -> PathBuf {
+        self.label.clone()
+    }
+
+    fn commit(self: Box<Self>, c: super::write::Commit) -> Result<StoredObject, StoreError> {
+        self.publish(c.id, c.bytes)
+    }
+}
+
 impl io::Write for SinkOut {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match &mut self.writer {
@@ -263,8 +273,8 @@ impl Backend for SinkBackend {
         };
         // The sink gets the bytes as they are; compressing them is its
         // business.
-        Ok(ObjectWriter::sink(
-            out,
+        Ok(ObjectWriter::new(
+            Box::new(out),
             WriteOptions::raw().durability(opts.durability_mode()),
         ))
     }

@@ -1,14 +1,13 @@
-//! Writing and publishing one object.
+//! The object encoder: block buffering, BLAKE3, the zstd decision and the
+//! trailer, writing into an [`ObjectOut`] that each backend provides and
+//! that publishes the object once its id is known. The encoder knows no
+//! backend: format ← encoder ← backends ← `Store`.
 
-use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::seam::{FaultPoint, Op, Seam};
-use super::{
-    same_file, ContentId, Durability, Encoding, Local, StoreError, StoredObject, WriteOptions,
-};
-use crate::sys;
+use super::format::trailer;
+use super::{ContentId, Durability, Encoding, StoreError, StoredObject, WriteOptions};
 
 /// Writes are gathered into blocks of this size before they are hashed and
 /// written, so a stream of small writes costs few system calls.
@@ -19,101 +18,6 @@ const DIRECT: usize = 128 << 10;
 
 /// Large writes are hashed and compressed in pieces of this size.
 const PIECE: usize = 256 << 10;
-
-/// In durable mode, writeback of the temp file is started every this many
-/// bytes, so the final fsync has little left to do.
-const WRITEBACK_EVERY: u64 = 8 << 20;
-
-/// The zstd object trailer: a skippable frame (see the module docs of
-/// [`store`](crate::store)).
-pub(crate) const TRAILER_LEN: usize = 24;
-const TRAILER_MAGIC: [u8; 4] = [0x5E, 0x2A, 0x4D, 0x18];
-const TRAILER_PAYLOAD: [u8; 4] = [16, 0, 0, 0];
-const TRAILER_TAG: &[u8; 8] = b"spillwy1";
-
-pub(crate) fn trailer(bytes: u64) -> [u8; TRAILER_LEN] {
-    let mut t = [0u8; TRAILER_LEN];
-    t[..4].copy_from_slice(&TRAILER_MAGIC);
-    t[4..8].copy_from_slice(&TRAILER_PAYLOAD);
-    t[8..16].copy_from_slice(TRAILER_TAG);
-    t[16..].copy_from_slice(&bytes.to_le_bytes());
-    t
-}
-
-/// The decompressed size a trailer records, if `t` is a valid trailer.
-pub(crate) fn parse_trailer(t: &[u8]) -> Option<u64> {
-    if t.len() != TRAILER_LEN
-        || t[..4] != TRAILER_MAGIC
-        || t[4..8] != TRAILER_PAYLOAD
-        || &t[8..16] != TRAILER_TAG
-    {
-        return None;
-    }
-    Some(u64::from_le_bytes(t[16..].try_into().ok()?))
-}
-
-/// The temp file; removed when dropped unless it was published.
-struct TempFile {
-    path: PathBuf,
-    live: bool,
-    seam: Seam,
-}
-
-impl TempFile {
-    fn remove(&mut self) -> io::Result<()> {
-        fs::remove_file(&self.path)?;
-        self.seam.record(Op::Remove(&self.path));
-        self.live = false;
-        Ok(())
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if self.live {
-            let _ = self.remove();
-        }
-    }
-}
-
-/// The file, counting what is written and starting early writeback.
-struct FileSink {
-    file: fs::File,
-    path: PathBuf,
-    written: u64,
-    flushed_to: u64,
-    early_writeback: bool,
-    seam: Seam,
-}
-
-impl FileSink {
-    /// fsyncs the file's data (and size).
-    fn sync(&self) -> io::Result<()> {
-        self.seam.check(FaultPoint::Fsync)?;
-        self.file.sync_data()?;
-        self.seam.record(Op::Fsync(&self.path));
-        Ok(())
-    }
-}
-
-impl Write for FileSink {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.seam.check(FaultPoint::Write)?;
-        let n = self.file.write(buf)?;
-        self.seam
-            .record(Op::Write(&self.path, self.written, &buf[..n]));
-        self.written += n as u64;
-        if self.early_writeback && self.written - self.flushed_to >= WRITEBACK_EVERY {
-            sys::start_writeback(&self.file, self.flushed_to, self.written - self.flushed_to);
-            self.flushed_to = self.written;
-        }
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
 
 /// How much of an object's first data decides whether zstd pays.
 const SAMPLE: usize = 64 << 10;
@@ -127,31 +31,34 @@ const MIN_SAMPLE: usize = 4 << 10;
 /// one single-threaded frame.
 const MULTITHREAD_AFTER: u64 = 8 << 20;
 
-/// Where the stored bytes go: a temp file, an upload to S3, or a harness's
-/// sink.
-enum Out {
-    File(FileSink),
-    Sink(super::sink::SinkOut),
-    Memory(super::memory::MemoryOut),
-    #[cfg(feature = "s3")]
-    Upload(super::remote::Upload),
+/// Where an encoder's stored bytes go, and how they become an object: a
+/// private temp file published by a link (the local directory), a buffer
+/// (memory), an upload (S3), a harness's sink. Each backend provides its
+/// own, and owns its publishing.
+pub(crate) trait ObjectOut: Write + Send {
+    /// The temp file's path or the upload's key, for errors.
+    fn label(&self) -> PathBuf;
+
+    /// Makes the bytes written the object `commit.id`, or finds that an
+    /// object of that id is there already (a dedup hit, checked against
+    /// its id as every backend checks it).
+    fn commit(self: Box<Self>, commit: Commit) -> Result<StoredObject, StoreError>;
 }
 
-impl Write for Out {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Out::File(f) => f.write(buf),
-            Out::Sink(s) => s.write(buf),
-            Out::Memory(m) => m.write(buf),
-            #[cfg(feature = "s3")]
-            Out::Upload(u) => u.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
+/// What an [`ObjectOut`] is told when its bytes are complete.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Commit {
+    /// The content's id.
+    pub id: ContentId,
+    /// The encoding of the bytes written.
+    pub encoding: Encoding,
+    /// The content's length (the bytes written, once decompressed).
+    pub bytes: u64,
+    /// Whether the object must be durable when `commit` returns.
+    pub durability: Durability,
 }
+
+type Out = Box<dyn ObjectOut>;
 
 type ZstdEncoder = zstd::stream::write::Encoder<'static, Out>;
 
@@ -179,12 +86,7 @@ fn zstd_workers() -> u32 {
 ///
 /// Dropping a writer without finishing removes its temp file.
 pub struct ObjectWriter {
-    /// The local store the temp file is published into (`None` for an
-    /// upload, which publishes itself).
-    local: Option<Local>,
-    /// The local temp file (`None` for an upload).
-    temp: Option<TempFile>,
-    /// The temp file's path or the upload's temporary key, for errors.
+    /// The temp file's path or the upload's key, for errors.
     label: PathBuf,
     sink: Option<Sink>,
     hasher: blake3::Hasher,
@@ -207,14 +109,10 @@ impl std::fmt::Debug for ObjectWriter {
 }
 
 impl ObjectWriter {
-    /// A writer whose bytes upload to S3 as they come.
-    #[cfg(feature = "s3")]
-    pub(crate) fn upload(upload: super::remote::Upload, opts: WriteOptions) -> Self {
-        let label = upload.label();
-        let out = Out::Upload(upload);
+    /// A writer into `out`.
+    pub(crate) fn new(out: Out, opts: WriteOptions) -> Self {
+        let label = out.label();
         ObjectWriter {
-            local: None,
-            temp: None,
             label,
             sink: Some(match opts.encoding() {
                 Encoding::Raw => Sink::Raw(out),
@@ -226,74 +124,6 @@ impl ObjectWriter {
             bytes: 0,
             opts,
         }
-    }
-
-    /// A writer whose bytes go to a harness's sink as they come.
-    pub(crate) fn sink(out: super::sink::SinkOut, opts: WriteOptions) -> Self {
-        let label = out.label.clone();
-        ObjectWriter {
-            local: None,
-            temp: None,
-            label,
-            sink: Some(Sink::Raw(Out::Sink(out))),
-            hasher: blake3::Hasher::new(),
-            known: None,
-            block: Vec::new(),
-            bytes: 0,
-            opts,
-        }
-    }
-
-    /// A writer into the memory backend.
-    pub(crate) fn memory(out: super::memory::MemoryOut, opts: WriteOptions) -> Self {
-        ObjectWriter {
-            local: None,
-            temp: None,
-            label: PathBuf::from("memory:"),
-            sink: Some(match opts.encoding() {
-                Encoding::Raw => Sink::Raw(Out::Memory(out)),
-                Encoding::Zstd => Sink::Undecided(Out::Memory(out)),
-            }),
-            hasher: blake3::Hasher::new(),
-            known: None,
-            block: Vec::new(),
-            bytes: 0,
-            opts,
-        }
-    }
-
-    /// A writer into a private temp file of a local store.
-    pub(crate) fn local(store: Local, opts: WriteOptions) -> Result<Self, StoreError> {
-        let (path, file) = store.create_temp()?;
-        let seam = store.seam().clone();
-        let temp = TempFile {
-            path: path.clone(),
-            live: true,
-            seam: seam.clone(),
-        };
-        let file = Out::File(FileSink {
-            file,
-            path: path.clone(),
-            written: 0,
-            flushed_to: 0,
-            early_writeback: opts.durability_mode() == Durability::Durable,
-            seam,
-        });
-        let sink = match opts.encoding() {
-            Encoding::Raw => Sink::Raw(file),
-            Encoding::Zstd => Sink::Undecided(file),
-        };
-        Ok(ObjectWriter {
-            local: Some(store),
-            temp: Some(temp),
-            label: path,
-            sink: Some(sink),
-            hasher: blake3::Hasher::new(),
-            known: None,
-            block: Vec::new(),
-            bytes: 0,
-            opts,
-        })
     }
 
     /// A writer of content whose id the caller computed from the very
@@ -535,113 +365,13 @@ impl ObjectWriter {
             }
             None => return Err(after_failure(&path)),
         };
-        let file = match out {
-            Out::File(file) => file,
-            Out::Sink(sink) => {
-                let id = self.id();
-                return sink.publish(id, self.bytes);
-            }
-            Out::Memory(m) => {
-                let id = self.id();
-                return m
-                    .memory
-                    .publish(id, self.opts.encoding(), m.buf, self.bytes);
-            }
-            #[cfg(feature = "s3")]
-            Out::Upload(upload) => {
-                let id = self.id();
-                return upload.publish(id, self.opts.encoding(), self.bytes);
-            }
-        };
-        let id = self.id();
-        // A copy already stored is the object: decided before the fsync,
-        // which it spares, and whatever the fsync would meet.
-        if let Some(store) = &self.local {
-            if let Some(hit) = store.dedup_hit(&id)? {
-                return Ok(hit);
-            }
-        }
-        if self.opts.durability_mode() == Durability::Durable {
-            // An fsync error is final: the object is not published, and the
-            // write is never retried as if it had succeeded.
-            file.sync().map_err(StoreError::io("fsync", &path))?;
-        }
-        let stored_bytes = file.written;
-        self.publish(id, stored_bytes, file.file)
-    }
-
-    fn publish(
-        mut self,
-        id: ContentId,
-        stored_bytes: u64,
-        file: fs::File,
-    ) -> Result<StoredObject, StoreError> {
-        let (Some(mut temp), Some(store)) = (self.temp.take(), self.local.clone()) else {
-            return Err(after_failure(&self.label));
-        };
-        let dest = store.object_path(&id, self.opts.encoding());
-        let shard = dest.parent().unwrap_or(store.objects_dir()).to_path_buf();
-        store.ensure_dir(&shard)?;
-        let stored = StoredObject {
-            id,
-            path: dest.clone(),
-            bytes: self.bytes,
-            stored_bytes,
+        let commit = Commit {
+            id: self.id(),
             encoding: self.opts.encoding(),
-            truncated: false,
-            dedup: false,
-            modified: None,
+            bytes: self.bytes,
+            durability: self.opts.durability_mode(),
         };
-        let seam = store.seam().clone();
-        let link = |from: &Path, to: &Path| {
-            seam.check(FaultPoint::Publish)?;
-            publish_no_clobber(from, to, &seam)
-        };
-        match link(&temp.path, &dest) {
-            Ok(()) => {
-                // Mark it used now, through our own inode, then make sure the
-                // name still holds it: a gc that listed it before we linked
-                // puts back what was touched after it started, and if it
-                // already removed it we publish again.
-                for _ in 0..8 {
-                    let _ = file.set_modified(std::time::SystemTime::now());
-                    if same_file(&file, &dest) {
-                        break;
-                    }
-                    match link(&temp.path, &dest) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                            if let Some(hit) = store.dedup_hit(&id)? {
-                                return Ok(hit);
-                            }
-                        }
-                        Err(e) => return Err(StoreError::io("publish", &dest)(e)),
-                    }
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                // Another writer published the same content first; keep
-                // theirs if it is sound, replace it if not.
-                if let Some(hit) = store.dedup_hit(&id)? {
-                    return Ok(hit);
-                }
-                seam.check(FaultPoint::Publish)
-                    .and_then(|()| fs::rename(&temp.path, &dest))
-                    .map_err(StoreError::io("replace corrupt object", &dest))?;
-                seam.record(Op::Rename(&temp.path, &dest));
-                temp.live = false;
-            }
-            Err(e) => return Err(StoreError::io("publish", &dest)(e)),
-        }
-        if temp.live {
-            let path = temp.path.clone();
-            temp.remove()
-                .map_err(StoreError::io("remove temp file", &path))?;
-        }
-        if self.opts.durability_mode() == Durability::Durable {
-            store.sync_dir(&shard)?;
-        }
-        Ok(stored)
+        out.commit(commit)
     }
 }
 
@@ -651,22 +381,5 @@ fn after_failure(path: &Path) -> StoreError {
         op: "finish",
         path: path.to_path_buf(),
         source: io::Error::other("an earlier write to this object failed"),
-    }
-}
-
-/// Publishes `from` as `to` unless `to` exists: `link(2)`, or on filesystems
-/// without hard links a rename that never replaces.
-fn publish_no_clobber(from: &Path, to: &Path, seam: &Seam) -> io::Result<()> {
-    match fs::hard_link(from, to) {
-        Ok(()) => {
-            seam.record(Op::Link(from, to));
-            Ok(())
-        }
-        Err(e) if sys::link_unsupported(&e) => {
-            sys::rename_noreplace(from, to)?;
-            seam.record(Op::Rename(from, to));
-            Ok(())
-        }
-        Err(e) => Err(e),
     }
 }

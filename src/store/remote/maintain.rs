@@ -10,10 +10,10 @@ use object_store::path::Path as Key;
 use object_store::{ObjectStoreExt, PutPayload};
 
 use super::Remote;
+use crate::store::format::one_match;
 use crate::store::maintain::{
     choose_and_remove, CorruptObject, GcOptions, GcReport, References, Stats, VerifyReport,
 };
-use crate::store::read::one_match;
 use crate::store::{
     ContentId, Encoding, IdPrefix, Local, StoreError, StoredObject, DEFAULT_TEMP_GRACE, ZSTD_SUFFIX,
 };
@@ -222,12 +222,12 @@ impl Remote {
                     let key = self.object_key(&out[i].0.id, Encoding::Zstd);
                     let size = out[i].0.stored_bytes;
                     self.rt().spawn(async move {
-                        let len = super::super::write::TRAILER_LEN as u64;
+                        let len = super::super::format::TRAILER_LEN as u64;
                         if size < len {
                             return None;
                         }
                         let t = client.get_range(&key, size - len..size).await.ok()?;
-                        super::super::write::parse_trailer(&t)
+                        super::super::format::parse_trailer(&t)
                     })
                 })
                 .collect();

@@ -114,7 +114,7 @@ impl std::fmt::Debug for Remote {
 fn could_hold(encoding: Encoding, size: u64, bytes: Option<u64>) -> bool {
     match encoding {
         Encoding::Raw => bytes.is_none_or(|b| b == size),
-        Encoding::Zstd => size >= super::write::TRAILER_LEN as u64,
+        Encoding::Zstd => size >= super::format::TRAILER_LEN as u64,
     }
 }
 
@@ -494,14 +494,14 @@ impl Remote {
 
     /// The decompressed size a zstd object's trailer records.
     fn trailer(&self, key: &Key, size: u64) -> Result<Option<u64>, StoreError> {
-        let len = super::write::TRAILER_LEN as u64;
+        let len = super::format::TRAILER_LEN as u64;
         if size < len {
             return Ok(None);
         }
         let bytes = self
             .block_on(self.client.get_range(key, size - len..size))
             .map_err(|e| self.err("read", key, e))?;
-        Ok(super::write::parse_trailer(&bytes))
+        Ok(super::format::parse_trailer(&bytes))
     }
 
     /// Where an object of this id is: its URL and encoding.
@@ -608,12 +608,15 @@ impl Backend for S3Backend {
     }
 
     fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
-        Ok(ObjectWriter::upload(Upload::new(Arc::clone(&self.0)), opts))
+        Ok(ObjectWriter::new(
+            Box::new(Upload::new(Arc::clone(&self.0))),
+            opts,
+        ))
     }
 
     fn whole_writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
-        Ok(ObjectWriter::upload(
-            Upload::whole(Arc::clone(&self.0)),
+        Ok(ObjectWriter::new(
+            Box::new(Upload::whole(Arc::clone(&self.0))),
             opts,
         ))
     }
@@ -658,7 +661,7 @@ mod tests {
 
     #[test]
     fn an_object_could_hold_content_by_its_size() {
-        let trailer = super::super::write::TRAILER_LEN as u64;
+        let trailer = super::super::format::TRAILER_LEN as u64;
         assert!(could_hold(Encoding::Raw, 10, Some(10)));
         assert!(could_hold(Encoding::Raw, 10, None));
         assert!(!could_hold(Encoding::Raw, 9, Some(10)));

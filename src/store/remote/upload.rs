@@ -276,6 +276,16 @@ fn contended(remote: &Remote, dest: &Key) -> StoreError {
     }
 }
 
+impl crate::store::write::ObjectOut for Upload {
+    fn label(&self) -> std::path::PathBuf {
+        Upload::label(self)
+    }
+
+    fn commit(self: Box<Self>, c: crate::store::write::Commit) -> Result<StoredObject, StoreError> {
+        self.publish(c.id, c.encoding, c.bytes)
+    }
+}
+
 impl io::Write for Upload {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         if self.buf.capacity() == 0 {
