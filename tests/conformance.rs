@@ -7,7 +7,8 @@
 //! (moto) stay in the slower tier (`tests/s3`).
 //!
 //! Each check takes a fresh store of one backend and a way to corrupt an
-//! object where that backend keeps it. The crash model applies to the local
+//! object where that backend keeps it, and runs as a test of its own per
+//! backend (`local::…`, `memory::…`, `s3::…`). The crash model applies to the local
 //! backend only and has its own suite (`tests/crash.rs`).
 
 mod support;
@@ -133,61 +134,121 @@ fn the_suite_runs_every_backend_this_build_has() {
     assert_eq!(backends().len(), expected);
 }
 
-#[test]
-fn every_backend_has_its_location() {
-    for b in backends() {
-        let loc = b.store.location();
-        match loc {
-            Location::Dir(d) => assert!(d.is_absolute(), "{}", b.name),
-            Location::Memory => assert_eq!(loc.to_string(), "memory:"),
-            Location::S3 { bucket, prefix } => {
-                assert_eq!(
-                    (bucket.as_str(), prefix.as_str()),
-                    ("conformance", "some/prefix")
-                );
-                assert_eq!(loc.to_string(), "s3://conformance/some/prefix");
-            }
-            other => panic!("{}: {other:?}", b.name),
+fn its_location_is_named(b: Backend) {
+    let loc = b.store.location();
+    match loc {
+        Location::Dir(d) => assert!(d.is_absolute(), "{}", b.name),
+        Location::Memory => assert_eq!(loc.to_string(), "memory:"),
+        Location::S3 { bucket, prefix } => {
+            assert_eq!(
+                (bucket.as_str(), prefix.as_str()),
+                ("conformance", "some/prefix")
+            );
+            assert_eq!(loc.to_string(), "s3://conformance/some/prefix");
         }
-        assert_eq!(b.store.is_remote(), loc.is_remote());
+        other => panic!("{}: {other:?}", b.name),
     }
+    assert_eq!(b.store.is_remote(), loc.is_remote());
 }
 
-#[test]
-fn put_reads_back_whole_and_by_ranges_raw_and_zstd() {
-    for b in backends() {
-        let s = &b.store;
-        let content = numbered(5000);
-        for opts in [RELAXED_RAW, RELAXED_ZSTD] {
-            let stored = s.put(&content, opts).unwrap();
-            assert_eq!(stored.id, ContentId::of(&content), "{}", b.name);
-            assert_eq!(stored.bytes, content.len() as u64);
-            assert!(!stored.truncated);
-            assert_eq!(s.read(&stored.id, &Selection::All).unwrap(), content);
-            let lines = s
-                .read(&stored.id, &Selection::Lines("100:102".parse().unwrap()))
-                .unwrap();
-            assert_eq!(lines, b"line 100\nline 101\nline 102\n", "{}", b.name);
-            let bytes = s
-                .read(&stored.id, &Selection::Bytes("0:7".parse().unwrap()))
-                .unwrap();
-            assert_eq!(bytes, b"line 1\n");
-            let past = s
-                .read(&stored.id, &Selection::Lines("9000:9001".parse().unwrap()))
-                .unwrap_err();
-            assert_eq!(past.kind(), StoreErrorKind::OutOfRange, "{}", b.name);
-            let mut out = Vec::new();
-            let report = s.read_into(&stored.id, &Selection::All, &mut out).unwrap();
-            assert_eq!(out, content);
-            assert_eq!(report.bytes, content.len() as u64);
-            // Only one encoding of an id is ever stored: the second put is a hit.
-            if opts.encoding() == Encoding::Zstd {
-                assert!(stored.dedup, "{}: the raw copy is reused", b.name);
-            }
+fn put_reads_back_whole_and_by_ranges_raw_and_zstd(b: Backend) {
+    let s = &b.store;
+    let content = numbered(5000);
+    for opts in [RELAXED_RAW, RELAXED_ZSTD] {
+        let stored = s.put(&content, opts).unwrap();
+        assert_eq!(stored.id, ContentId::of(&content), "{}", b.name);
+        assert_eq!(stored.bytes, content.len() as u64);
+        assert!(!stored.truncated);
+        assert_eq!(s.read(&stored.id, &Selection::All).unwrap(), content);
+        let lines = s
+            .read(&stored.id, &Selection::Lines("100:102".parse().unwrap()))
+            .unwrap();
+        assert_eq!(lines, b"line 100\nline 101\nline 102\n", "{}", b.name);
+        let bytes = s
+            .read(&stored.id, &Selection::Bytes("0:7".parse().unwrap()))
+            .unwrap();
+        assert_eq!(bytes, b"line 1\n");
+        let past = s
+            .read(&stored.id, &Selection::Lines("9000:9001".parse().unwrap()))
+            .unwrap_err();
+        assert_eq!(past.kind(), StoreErrorKind::OutOfRange, "{}", b.name);
+        let mut out = Vec::new();
+        let report = s.read_into(&stored.id, &Selection::All, &mut out).unwrap();
+        assert_eq!(out, content);
+        assert_eq!(report.bytes, content.len() as u64);
+        // Only one encoding of an id is ever stored: the second put is a hit.
+        if opts.encoding() == Encoding::Zstd {
+            assert!(stored.dedup, "{}: the raw copy is reused", b.name);
         }
-        let missing = s.read(&ContentId::of(b"never stored"), &Selection::All);
+    }
+    let missing = s.read(&ContentId::of(b"never stored"), &Selection::All);
+    assert_eq!(
+        missing.unwrap_err().kind(),
+        StoreErrorKind::NotFound,
+        "{}",
+        b.name
+    );
+}
+
+fn the_same_content_is_stored_once_whatever_the_path_to_it(b: Backend) {
+    let s = &b.store;
+    let content = numbered(2000);
+    let first = s.put(&content, RELAXED_ZSTD).unwrap();
+    assert!(!first.dedup, "{}", b.name);
+    let again = s.put(&content, RELAXED_ZSTD).unwrap();
+    assert!(again.dedup, "{}", b.name);
+    assert_eq!(again.id, first.id);
+    let mut w = s.writer(RELAXED_ZSTD).unwrap();
+    for chunk in content.chunks(333) {
+        w.write_all(chunk).unwrap();
+    }
+    let streamed = w.finish().unwrap();
+    assert!(
+        streamed.dedup,
+        "{}: a streamed write of stored content is a hit",
+        b.name
+    );
+    assert_eq!(s.list().unwrap().len(), 1, "{}", b.name);
+    assert_eq!(s.stats().unwrap().objects, 1);
+}
+
+/// A large object: for S3, a multipart upload to a temporary key published
+/// by a create-only copy; locally, a multi-frame zstd object.
+fn a_large_streamed_object_reads_back_exactly(b: Backend) {
+    let s = &b.store;
+    let content = support::tool_output(5, 20 << 20);
+    let mut w = s.writer(RELAXED_ZSTD).unwrap();
+    for chunk in content.chunks(1 << 20) {
+        w.write_all(chunk).unwrap();
+    }
+    let stored = w.finish().unwrap();
+    assert_eq!(stored.bytes, content.len() as u64, "{}", b.name);
+    assert_eq!(s.verify(&stored.id).unwrap().bytes, content.len() as u64);
+    let tail = s
+        .read(
+            &stored.id,
+            &Selection::Bytes(
+                format!("{}:{}", content.len() - 100, content.len())
+                    .parse()
+                    .unwrap(),
+            ),
+        )
+        .unwrap();
+    assert_eq!(tail, &content[content.len() - 100..], "{}", b.name);
+}
+
+fn prefixes_resolve_to_one_object_or_say_why_not(b: Backend) {
+    let s = &b.store;
+    let stored = s.put(b"resolve me\n", RELAXED_RAW).unwrap();
+    let short: IdPrefix = stored.id.to_string()[..23].parse().unwrap();
+    assert_eq!(s.resolve(&short).unwrap(), stored.id, "{}", b.name);
+    let full: IdPrefix = stored.id.to_string().parse().unwrap();
+    assert_eq!(s.resolve(&full).unwrap(), stored.id);
+    let other = ContentId::of(b"absent");
+    let absent: IdPrefix = other.to_string()[..23].parse().unwrap();
+    if !absent.matches(&stored.id) {
         assert_eq!(
-            missing.unwrap_err().kind(),
+            s.resolve(&absent).unwrap_err().kind(),
             StoreErrorKind::NotFound,
             "{}",
             b.name
@@ -195,269 +256,179 @@ fn put_reads_back_whole_and_by_ranges_raw_and_zstd() {
     }
 }
 
-#[test]
-fn the_same_content_is_stored_once_whatever_the_path_to_it() {
-    for b in backends() {
-        let s = &b.store;
-        let content = numbered(2000);
-        let first = s.put(&content, RELAXED_ZSTD).unwrap();
-        assert!(!first.dedup, "{}", b.name);
-        let again = s.put(&content, RELAXED_ZSTD).unwrap();
-        assert!(again.dedup, "{}", b.name);
-        assert_eq!(again.id, first.id);
-        let mut w = s.writer(RELAXED_ZSTD).unwrap();
-        for chunk in content.chunks(333) {
-            w.write_all(chunk).unwrap();
-        }
-        let streamed = w.finish().unwrap();
-        assert!(
-            streamed.dedup,
-            "{}: a streamed write of stored content is a hit",
-            b.name
-        );
-        assert_eq!(s.list().unwrap().len(), 1, "{}", b.name);
-        assert_eq!(s.stats().unwrap().objects, 1);
-    }
+fn grep_and_pointer_reads_work(b: Backend) {
+    let s = &b.store;
+    let mut log = numbered(3000);
+    log.extend_from_slice(b"error: the one failure\n");
+    log.extend_from_slice(&numbered(10));
+    let stored = s.put(&log, RELAXED_ZSTD).unwrap();
+    let pattern = GrepPattern::new("^error:", false).unwrap();
+    let found = s
+        .grep(&stored.id, &pattern, &GrepOptions::default())
+        .unwrap();
+    assert_eq!(found.matches, 1, "{}", b.name);
+    assert_eq!(found.lines[0].line, 3001);
+
+    let doc = br#"{"results":[{"ok":true},{"ok":false,"why":"bad input"}]}"#;
+    let stored = s.put(doc, RELAXED_RAW).unwrap();
+    let pointer: JsonPointer = "/results/1/why".parse().unwrap();
+    let mut out = Vec::new();
+    s.read_pointer(&stored.id, &pointer, &mut out).unwrap();
+    assert_eq!(out, br#""bad input""#, "{}", b.name);
 }
 
-/// A large object: for S3, a multipart upload to a temporary key published
-/// by a create-only copy; locally, a multi-frame zstd object.
-#[test]
-fn a_large_streamed_object_reads_back_exactly() {
-    for b in backends() {
-        let s = &b.store;
-        let content = support::tool_output(5, 20 << 20);
-        let mut w = s.writer(RELAXED_ZSTD).unwrap();
-        for chunk in content.chunks(1 << 20) {
-            w.write_all(chunk).unwrap();
-        }
-        let stored = w.finish().unwrap();
-        assert_eq!(stored.bytes, content.len() as u64, "{}", b.name);
-        assert_eq!(s.verify(&stored.id).unwrap().bytes, content.len() as u64);
-        let tail = s
-            .read(
-                &stored.id,
-                &Selection::Bytes(
-                    format!("{}:{}", content.len() - 100, content.len())
-                        .parse()
-                        .unwrap(),
-                ),
-            )
-            .unwrap();
-        assert_eq!(tail, &content[content.len() - 100..], "{}", b.name);
-    }
+fn a_corrupt_object_is_an_error_never_wrong_bytes_and_the_read_sets_it_aside(b: Backend) {
+    let s = &b.store;
+    let content = numbered(1000);
+    let stored = s.put(&content, RELAXED_RAW).unwrap();
+    let mut damaged = content.clone();
+    damaged[10] ^= 1;
+    (b.corrupt)(&stored.id, Encoding::Raw, &damaged);
+    let err = s.read(&stored.id, &Selection::All).unwrap_err();
+    assert_eq!(err.kind(), StoreErrorKind::Corrupt, "{}: {err}", b.name);
+    let mut out = Vec::new();
+    assert!(s.read_into(&stored.id, &Selection::All, &mut out).is_err());
+    assert!(
+        out.is_empty(),
+        "{}: no byte of a corrupt object goes out",
+        b.name
+    );
+    // The read that found it damaged set it aside: it is served to no
+    // one, and verify has nothing left to find.
+    assert!(s.list().unwrap().is_empty(), "{}: quarantined", b.name);
+    let again = s.read(&stored.id, &Selection::All).unwrap_err();
+    assert_eq!(
+        again.kind(),
+        StoreErrorKind::NotFound,
+        "{}: {again}",
+        b.name
+    );
+    let report = s
+        .verify_all(Duration::from_secs(900), &mut |_, _| {})
+        .unwrap();
+    assert_eq!(report.corrupt.len(), 0, "{}", b.name);
+    // Stored again, it is whole again.
+    let again = s.put(&content, RELAXED_RAW).unwrap();
+    assert!(!again.dedup, "{}", b.name);
+    assert_eq!(s.read(&again.id, &Selection::All).unwrap(), content);
 }
 
-#[test]
-fn prefixes_resolve_to_one_object_or_say_why_not() {
-    for b in backends() {
-        let s = &b.store;
-        let stored = s.put(b"resolve me\n", RELAXED_RAW).unwrap();
-        let short: IdPrefix = stored.id.to_string()[..23].parse().unwrap();
-        assert_eq!(s.resolve(&short).unwrap(), stored.id, "{}", b.name);
-        let full: IdPrefix = stored.id.to_string().parse().unwrap();
-        assert_eq!(s.resolve(&full).unwrap(), stored.id);
-        let other = ContentId::of(b"absent");
-        let absent: IdPrefix = other.to_string()[..23].parse().unwrap();
-        if !absent.matches(&stored.id) {
-            assert_eq!(
-                s.resolve(&absent).unwrap_err().kind(),
-                StoreErrorKind::NotFound,
-                "{}",
-                b.name
-            );
-        }
-    }
-}
-
-#[test]
-fn grep_and_pointer_reads_work_on_every_backend() {
-    for b in backends() {
-        let s = &b.store;
-        let mut log = numbered(3000);
-        log.extend_from_slice(b"error: the one failure\n");
-        log.extend_from_slice(&numbered(10));
-        let stored = s.put(&log, RELAXED_ZSTD).unwrap();
-        let pattern = GrepPattern::new("^error:", false).unwrap();
-        let found = s
-            .grep(&stored.id, &pattern, &GrepOptions::default())
-            .unwrap();
-        assert_eq!(found.matches, 1, "{}", b.name);
-        assert_eq!(found.lines[0].line, 3001);
-
-        let doc = br#"{"results":[{"ok":true},{"ok":false,"why":"bad input"}]}"#;
-        let stored = s.put(doc, RELAXED_RAW).unwrap();
-        let pointer: JsonPointer = "/results/1/why".parse().unwrap();
-        let mut out = Vec::new();
-        s.read_pointer(&stored.id, &pointer, &mut out).unwrap();
-        assert_eq!(out, br#""bad input""#, "{}", b.name);
-    }
-}
-
-#[test]
-fn a_corrupt_object_is_an_error_never_wrong_bytes_and_the_read_sets_it_aside() {
-    for b in backends() {
-        let s = &b.store;
-        let content = numbered(1000);
-        let stored = s.put(&content, RELAXED_RAW).unwrap();
-        let mut damaged = content.clone();
-        damaged[10] ^= 1;
-        (b.corrupt)(&stored.id, Encoding::Raw, &damaged);
-        let err = s.read(&stored.id, &Selection::All).unwrap_err();
-        assert_eq!(err.kind(), StoreErrorKind::Corrupt, "{}: {err}", b.name);
-        let mut out = Vec::new();
-        assert!(s.read_into(&stored.id, &Selection::All, &mut out).is_err());
-        assert!(
-            out.is_empty(),
-            "{}: no byte of a corrupt object goes out",
-            b.name
-        );
-        // The read that found it damaged set it aside: it is served to no
-        // one, and verify has nothing left to find.
-        assert!(s.list().unwrap().is_empty(), "{}: quarantined", b.name);
-        let again = s.read(&stored.id, &Selection::All).unwrap_err();
+fn gc_keeps_the_store_under_its_quota_and_spares_what_is_referenced(b: Backend) {
+    let s = &b.store;
+    let ids: Vec<ContentId> = (0..6)
+        .map(|i| s.put(&numbered(500 + i), RELAXED_RAW).unwrap().id)
+        .collect();
+    let total = s.stats().unwrap().stored_bytes;
+    let mut keep = spillway::References::default();
+    keep.insert(ids[0]);
+    let mut opts = GcOptions::default();
+    opts.max_bytes = Some(total / 2);
+    opts.keep = keep;
+    opts.temp_grace = Duration::from_secs(900);
+    let report = s.gc(&opts, &mut |_, _| {}).unwrap();
+    assert!(!report.removed.is_empty(), "{}", b.name);
+    assert!(report.remaining_bytes <= total / 2 || report.kept_referenced > 0);
+    assert!(
+        s.read(&ids[0], &Selection::All).is_ok(),
+        "{}: referenced",
+        b.name
+    );
+    for gone in &report.removed {
         assert_eq!(
-            again.kind(),
+            s.read(&gone.id, &Selection::All).unwrap_err().kind(),
             StoreErrorKind::NotFound,
-            "{}: {again}",
+            "{}",
             b.name
         );
-        let report = s
-            .verify_all(Duration::from_secs(900), &mut |_, _| {})
-            .unwrap();
-        assert_eq!(report.corrupt.len(), 0, "{}", b.name);
-        // Stored again, it is whole again.
-        let again = s.put(&content, RELAXED_RAW).unwrap();
-        assert!(!again.dedup, "{}", b.name);
-        assert_eq!(s.read(&again.id, &Selection::All).unwrap(), content);
-    }
-}
-
-#[test]
-fn gc_keeps_the_store_under_its_quota_and_spares_what_is_referenced() {
-    for b in backends() {
-        let s = &b.store;
-        let ids: Vec<ContentId> = (0..6)
-            .map(|i| s.put(&numbered(500 + i), RELAXED_RAW).unwrap().id)
-            .collect();
-        let total = s.stats().unwrap().stored_bytes;
-        let mut keep = spillway::References::default();
-        keep.insert(ids[0]);
-        let mut opts = GcOptions::default();
-        opts.max_bytes = Some(total / 2);
-        opts.keep = keep;
-        opts.temp_grace = Duration::from_secs(900);
-        let report = s.gc(&opts, &mut |_, _| {}).unwrap();
-        assert!(!report.removed.is_empty(), "{}", b.name);
-        assert!(report.remaining_bytes <= total / 2 || report.kept_referenced > 0);
-        assert!(
-            s.read(&ids[0], &Selection::All).is_ok(),
-            "{}: referenced",
-            b.name
-        );
-        for gone in &report.removed {
-            assert_eq!(
-                s.read(&gone.id, &Selection::All).unwrap_err().kind(),
-                StoreErrorKind::NotFound,
-                "{}",
-                b.name
-            );
-        }
     }
 }
 
 /// gc beside a writer that keeps storing and reusing content: whatever gc
 /// removed, the store stays consistent, and every object the writer stored
 /// after gc finished reads back.
-#[test]
-fn gc_beside_a_concurrent_writer_leaves_a_consistent_store() {
-    for b in backends() {
-        let s = b.store.clone();
-        let reused = numbered(700);
-        s.put(&reused, RELAXED_ZSTD).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let done = Arc::new(AtomicUsize::new(0));
-        let writer = {
-            let (s, stop, done, reused) = (s.clone(), stop.clone(), done.clone(), reused.clone());
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    let n = done.load(Ordering::Relaxed);
-                    s.put(&reused, RELAXED_ZSTD).unwrap();
-                    s.put(&numbered(100 + n % 50), RELAXED_RAW).unwrap();
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-        };
-        let mut opts = GcOptions::default();
-        opts.max_bytes = Some(0);
-        opts.temp_grace = Duration::from_secs(900);
-        // gc runs over and over while the writer makes at least 20 rounds.
-        let mut runs = 0;
-        while runs < 3 || done.load(Ordering::Relaxed) < 20 {
-            s.gc(&opts, &mut |_, _| {}).unwrap();
-            runs += 1;
-        }
-        stop.store(true, Ordering::Relaxed);
-        writer.join().unwrap();
-        let after = s.put(&reused, RELAXED_ZSTD).unwrap();
-        assert_eq!(
-            s.read(&after.id, &Selection::All).unwrap(),
-            reused,
-            "{}",
-            b.name
-        );
-        for obj in s.list().unwrap() {
-            s.verify(&obj.id)
-                .unwrap_or_else(|e| panic!("{}: {e}", b.name));
-        }
-        let report = s
-            .verify_all(Duration::from_secs(900), &mut |_, _| {})
-            .unwrap();
-        assert!(
-            report.corrupt.is_empty(),
-            "{}: {:?}",
-            b.name,
-            report.corrupt
-        );
+fn gc_beside_a_concurrent_writer_leaves_a_consistent_store(b: Backend) {
+    let s = b.store.clone();
+    let reused = numbered(700);
+    s.put(&reused, RELAXED_ZSTD).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicUsize::new(0));
+    let writer = {
+        let (s, stop, done, reused) = (s.clone(), stop.clone(), done.clone(), reused.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let n = done.load(Ordering::Relaxed);
+                s.put(&reused, RELAXED_ZSTD).unwrap();
+                s.put(&numbered(100 + n % 50), RELAXED_RAW).unwrap();
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let mut opts = GcOptions::default();
+    opts.max_bytes = Some(0);
+    opts.temp_grace = Duration::from_secs(900);
+    // gc runs over and over while the writer makes at least 20 rounds.
+    let mut runs = 0;
+    while runs < 3 || done.load(Ordering::Relaxed) < 20 {
+        s.gc(&opts, &mut |_, _| {}).unwrap();
+        runs += 1;
     }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    let after = s.put(&reused, RELAXED_ZSTD).unwrap();
+    assert_eq!(
+        s.read(&after.id, &Selection::All).unwrap(),
+        reused,
+        "{}",
+        b.name
+    );
+    for obj in s.list().unwrap() {
+        s.verify(&obj.id)
+            .unwrap_or_else(|e| panic!("{}: {e}", b.name));
+    }
+    let report = s
+        .verify_all(Duration::from_secs(900), &mut |_, _| {})
+        .unwrap();
+    assert!(
+        report.corrupt.is_empty(),
+        "{}: {:?}",
+        b.name,
+        report.corrupt
+    );
 }
 
 /// The stage spills into every backend: the notice names the object where
 /// the backend keeps it, and the omitted lines read back.
-#[test]
-fn a_spill_through_the_stage_reads_back_from_every_backend() {
+fn a_spill_through_the_stage_reads_back(b: Backend) {
     let all = numbered(20_000);
     // Just over the budget (the common case), half again, twice, and far over.
     let sizes = [4096 * 102 / 100, 4096 * 3 / 2, 4096 * 2, all.len()];
-    for b in backends() {
-        let policy = Policy::builder().max_inline_bytes(4096).build().unwrap();
-        let spiller = Spiller::new(policy, b.store.clone()).unwrap();
-        for len in sizes {
-            let input = &all[..len];
-            let what = format!("{}, {len} bytes", b.name);
-            let outcome = spiller.apply(input).unwrap();
-            assert!(outcome.spilled && outcome.content.len() <= 4096, "{what}");
-            let spill = outcome.spill.as_ref().expect("stored");
-            assert_eq!(spill.bytes, len as u64, "{what}");
-            let [first, last] = outcome.omitted_range.unwrap();
-            let middle = b
-                .store
-                .read(
-                    &spill.id,
-                    &Selection::Lines(format!("{first}:{last}").parse().unwrap()),
-                )
-                .unwrap();
-            assert_eq!(middle.len() as u64, outcome.omitted_bytes, "{what}");
-            let shown: PathBuf = spill.path.clone();
-            match b.store.location() {
-                Location::S3 { .. } => assert!(shown
-                    .to_string_lossy()
-                    .starts_with("s3://conformance/some/prefix/v1/objects/")),
-                Location::Memory => {
-                    assert!(shown.to_string_lossy().starts_with("memory:blake3:"))
-                }
-                _ => assert!(shown.starts_with(support::store_dir(&b.store))),
+    let policy = Policy::builder().max_inline_bytes(4096).build().unwrap();
+    let spiller = Spiller::new(policy, b.store.clone()).unwrap();
+    for len in sizes {
+        let input = &all[..len];
+        let what = format!("{}, {len} bytes", b.name);
+        let outcome = spiller.apply(input).unwrap();
+        assert!(outcome.spilled && outcome.content.len() <= 4096, "{what}");
+        let spill = outcome.spill.as_ref().expect("stored");
+        assert_eq!(spill.bytes, len as u64, "{what}");
+        let [first, last] = outcome.omitted_range.unwrap();
+        let middle = b
+            .store
+            .read(
+                &spill.id,
+                &Selection::Lines(format!("{first}:{last}").parse().unwrap()),
+            )
+            .unwrap();
+        assert_eq!(middle.len() as u64, outcome.omitted_bytes, "{what}");
+        let shown: PathBuf = spill.path.clone();
+        match b.store.location() {
+            Location::S3 { .. } => assert!(shown
+                .to_string_lossy()
+                .starts_with("s3://conformance/some/prefix/v1/objects/")),
+            Location::Memory => {
+                assert!(shown.to_string_lossy().starts_with("memory:blake3:"))
             }
+            _ => assert!(shown.starts_with(support::store_dir(&b.store))),
         }
     }
 }
@@ -636,3 +607,34 @@ mod harness_sink {
         }
     }
 }
+
+/// One test per check and backend, as `object_store`'s suite runs them, so
+/// that a backend that fails a check does not hide how the others do.
+macro_rules! suite {
+    ($($check:ident),* $(,)?) => {
+        mod local {
+            $(#[test] fn $check() { super::$check(super::local()) })*
+        }
+        #[cfg(feature = "test-seams")]
+        mod memory {
+            $(#[test] fn $check() { super::$check(super::memory()) })*
+        }
+        #[cfg(feature = "s3")]
+        mod s3 {
+            $(#[test] fn $check() { super::$check(super::s3_in_memory()) })*
+        }
+    };
+}
+
+suite!(
+    its_location_is_named,
+    put_reads_back_whole_and_by_ranges_raw_and_zstd,
+    the_same_content_is_stored_once_whatever_the_path_to_it,
+    a_large_streamed_object_reads_back_exactly,
+    prefixes_resolve_to_one_object_or_say_why_not,
+    grep_and_pointer_reads_work,
+    a_corrupt_object_is_an_error_never_wrong_bytes_and_the_read_sets_it_aside,
+    gc_keeps_the_store_under_its_quota_and_spares_what_is_referenced,
+    gc_beside_a_concurrent_writer_leaves_a_consistent_store,
+    a_spill_through_the_stage_reads_back,
+);
