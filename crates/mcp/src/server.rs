@@ -17,17 +17,15 @@
 //! and answered.
 
 use std::io::{self, BufRead, Write};
-use std::path::PathBuf;
-use std::process::Command;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 use spillway::Spiller;
 use spillway_process::{run_merged, RunOptions};
 
 use spillway_registry::events::{Event, SessionLog};
+use spillway_registry::tools::Bash;
 use spillway_registry::{Block, Registry};
 
 use crate::front::{self, Answer, Answers, CallRef};
@@ -38,9 +36,6 @@ pub use crate::front::{MAX_CONCURRENT_CALLS, PROTOCOL_VERSIONS};
 
 /// Room for `run`'s status lines after the preview.
 const STATUS_ROOM: usize = 200;
-
-/// The longest `timeout` a `run` call may ask for: one hour.
-pub(crate) const MAX_TIMEOUT: f64 = 3600.0;
 
 /// How [`serve_with`] serves.
 #[derive(Debug)]
@@ -252,64 +247,20 @@ fn run_definition() -> Value {
         "name": "run",
         "title": "Run a shell command",
         "description": "Runs a command with sh -c. Its stdout and stderr come back merged, in the order written; long output comes back as its first and last lines with a notice saying exactly what was left out and how to read it (spill_read, spill_grep). The exit status is in the result, and a failing command is an error result.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "The shell command."},
-                "cwd": {"type": "string", "description": "The working directory (default: the server's)."},
-                "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIMEOUT, "description": "Seconds before the command (its whole process group) is killed."}
-            },
-            "required": ["command"]
-        },
+        "inputSchema": Bash::schema(),
         "annotations": {"destructiveHint": true, "openWorldHint": true}
     })
 }
 
-/// A `run` call's command and options from its arguments: `sh -c
-/// COMMAND` in `cwd`, killed after `timeout` seconds; a message for bad
-/// arguments.
-pub(crate) fn run_command(args: &Value) -> Result<(Command, RunOptions), String> {
-    let Some(command) = args.get("command").and_then(Value::as_str) else {
-        return Err("run needs a string `command`".into());
-    };
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(command)
-        .stdin(std::process::Stdio::null());
-    match args.get("cwd") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(dir)) => {
-            let dir = PathBuf::from(dir);
-            if !dir.is_dir() {
-                return Err(format!("run: cwd {}: not a directory", dir.display()));
-            }
-            cmd.current_dir(dir);
-        }
-        Some(_) => return Err("run: `cwd` must be a string".into()),
-    }
-    let mut opts = RunOptions::default();
-    match args.get("timeout") {
-        None | Some(Value::Null) => {}
-        Some(v) => match v.as_f64() {
-            Some(t) if t > 0.0 && t <= MAX_TIMEOUT => {
-                opts.timeout = Some(Duration::from_secs_f64(t))
-            }
-            _ => {
-                return Err(format!(
-                    "run: `timeout` must be a number of seconds above 0 and at most {MAX_TIMEOUT}"
-                ))
-            }
-        },
-    }
-    Ok((cmd, opts))
-}
-
-/// Runs a `run` call; every failure is an error result.
+/// Runs a `run` call with the one shell tool's parsing and status lines
+/// ([`Bash`]); every failure is an error result.
 fn run_tool(spiller: &Spiller, args: &Value, signal: Option<&Arc<AtomicUsize>>) -> Value {
-    let (mut cmd, mut opts) = match run_command(args) {
+    let (mut cmd, timeout) = match Bash::command("run", args) {
         Ok(c) => c,
         Err(e) => return tools::tool_result(e, true),
     };
+    let mut opts = RunOptions::default();
+    opts.timeout = timeout;
     opts.forward = signal.cloned();
     let mut stage = spiller.stage();
     let finished = run_merged(&mut cmd, &opts, &mut stage, &mut |_| {});
@@ -319,42 +270,16 @@ fn run_tool(spiller: &Spiller, args: &Value, signal: Option<&Arc<AtomicUsize>>) 
     };
     let mut text = outcome.content;
     let (status, failed) = match finished {
-        Ok(f) => (
-            status_line(&f, opts.timeout),
-            !f.status.success() || f.timed_out,
-        ),
-        Err(e) => (format!("[{e}]"), true),
+        Ok(f) => (f.status_lines(timeout), !f.succeeded()),
+        Err(e) => (vec![format!("[run: {e}]")], true),
     };
-    if !status.is_empty() {
+    for line in status {
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
-        text.push_str(&status);
+        text.push_str(&line);
     }
     tools::tool_result(text, failed)
-}
-
-/// What `run` adds after the output: why the command ended, when it did
-/// not succeed, and output that was cut.
-pub(crate) fn status_line(f: &spillway_process::Finished, timeout: Option<Duration>) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    let mut s = String::new();
-    if f.timed_out {
-        s.push_str(&format!(
-            "[killed after the {}s timeout]",
-            timeout.map_or(0.0, |t| t.as_secs_f64())
-        ));
-    } else if let Some(code) = f.status.code() {
-        if code != 0 {
-            s.push_str(&format!("[exit status {code}]"));
-        }
-    } else if let Some(sig) = f.status.signal() {
-        s.push_str(&format!("[killed by signal {sig}]"));
-    }
-    if f.output_cut {
-        s.push_str("[output after the command exited is not included: something it started kept the output open]");
-    }
-    s
 }
 
 #[cfg(test)]
@@ -363,7 +288,7 @@ mod tests {
     use std::io::{BufReader, Read};
     use std::os::unix::net::UnixStream;
     use std::sync::mpsc;
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     /// A server on a socket pair: what the test writes, and the lines the
     /// server answers, as they come.

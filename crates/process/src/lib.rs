@@ -22,7 +22,7 @@ mod run;
 pub mod stop;
 mod sys;
 
-pub use run::{run_merged, Finished, RunError, RunOptions};
+pub use run::{run_merged, Finished, RunError, RunOptions, MAX_TIMEOUT};
 
 use std::fs::File;
 use std::io::{self, Read, Write};

@@ -71,6 +71,43 @@ pub struct Finished {
     pub killed: bool,
 }
 
+/// The longest timeout a shell tool accepts: a day.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(86_400);
+
+impl Finished {
+    /// Whether the command succeeded: exit status 0, within its timeout.
+    pub fn succeeded(&self) -> bool {
+        self.status.success() && !self.timed_out
+    }
+
+    /// What a tool's result says after the output when the command did not
+    /// simply succeed, a line each: that output was cut, then why it ended
+    /// (`[exit status N]`, `[killed by signal N]`, `[timed out after N s;
+    /// its process group was killed]`). `timeout` is the limit it ran
+    /// under. Every shell tool writes these, and only these.
+    pub fn status_lines(&self, timeout: Option<Duration>) -> Vec<String> {
+        use std::os::unix::process::ExitStatusExt;
+        let mut lines = Vec::new();
+        if self.output_cut {
+            lines.push("[the command exited, but a process it started still holds its output; later output is not included]".to_owned());
+        }
+        if self.timed_out {
+            let secs = timeout.map_or(0.0, |t| t.as_secs_f64());
+            lines.push(format!(
+                "[timed out after {secs} s; its process group was killed]"
+            ));
+        } else {
+            match (self.status.code(), self.status.signal()) {
+                (Some(0), _) => {}
+                (Some(c), _) => lines.push(format!("[exit status {c}]")),
+                (None, Some(s)) => lines.push(format!("[killed by signal {s}]")),
+                (None, None) => lines.push("[exit status unknown]".into()),
+            }
+        }
+        lines
+    }
+}
+
 /// Why [`run_merged`] failed.
 #[derive(Debug)]
 #[non_exhaustive]

@@ -1,8 +1,7 @@
 //! The tools that ship with the registry: `bash`, `spill_read` and
 //! `spill_grep`.
 
-use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
@@ -10,47 +9,119 @@ use super::{Block, Cx, Rendered, Tool, ToolError};
 use spillway::{
     ByteRange, ContentId, GrepOptions, GrepPattern, IdPrefix, LineRange, Selection, Store,
 };
-use spillway_process::{run_merged, RunOptions};
+use spillway_process::{run_merged, RunOptions, MAX_TIMEOUT};
 
-/// How an exit reads in a result: nothing for success, else a last line.
-pub fn status_line(status: ExitStatus) -> Option<String> {
-    match (status.code(), status.signal()) {
-        (Some(0), _) => None,
-        (Some(c), _) => Some(format!("[exit status {c}]")),
-        (None, Some(s)) => Some(format!("[killed by signal {s}]")),
-        (None, None) => Some("[exit status unknown]".into()),
-    }
-}
-
-/// `bash`: `{ "command": "…", "timeout": seconds }`. Runs the command with
-/// `sh -c` in a process group of its own, streams its stdout and stderr into
-/// the spill stage as they arrive (a 1 GiB output is never buffered), and
-/// ends the text with a status line unless the command simply succeeded:
-/// `[exit status N]`, `[killed by signal N]`, `[timed out after N s; its
-/// process group was killed]`, or `[the command exited, but a process it
-/// started still holds its output; later output is not included]` (a dev
-/// server or daemon left running: the call returns once the command has
-/// exited and its output has drained for [`Bash::drain`]).
+/// `bash`: `{ "command": "…", "cwd": "…", "timeout": seconds }`, the one
+/// shell tool every front end calls (`mcp serve` and Code Mode's nested
+/// calls name it `run`). Runs the command with `sh -c` in a process group
+/// of its own, in `cwd` if given, streams its stdout and stderr into the
+/// spill stage as they arrive (a 1 GiB output is never buffered), and ends
+/// the text with the status lines of
+/// [`Finished::status_lines`](spillway_process::Finished::status_lines) unless the
+/// command simply succeeded: `[exit status N]`, `[killed by signal N]`,
+/// `[timed out after N s; its process group was killed]`, or `[the command
+/// exited, but a process it started still holds its output; later output is
+/// not included]` (a dev server or daemon left running: the call returns
+/// once the command has exited and its output has drained for
+/// [`Bash::drain`]).
 #[derive(Debug)]
 pub struct Bash {
     /// How long to keep reading after the command exits. Default 1 s.
     pub drain: std::time::Duration,
+    name: String,
+    failure_is_error: bool,
 }
 
 impl Default for Bash {
     fn default() -> Self {
         Bash {
             drain: std::time::Duration::from_secs(1),
+            name: "bash".to_owned(),
+            failure_is_error: false,
         }
     }
 }
 
-/// The longest `timeout` a call may ask for: a day.
-const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+impl Bash {
+    /// The same tool under another name (`run`, as the MCP servers list it).
+    pub fn named(name: impl Into<String>) -> Bash {
+        Bash {
+            name: name.into(),
+            ..Bash::default()
+        }
+    }
+
+    /// Whether a command that failed (a non-zero status, a signal, a
+    /// timeout) makes the call an error whose message is the output and
+    /// its status lines, as MCP reports it. By default the call succeeds
+    /// and its result says how the command ended.
+    pub fn failure_is_error(mut self, yes: bool) -> Bash {
+        self.failure_is_error = yes;
+        self
+    }
+
+    /// The command a call's arguments ask for (`sh -c COMMAND`, in `cwd`),
+    /// and its timeout; a message naming `tool` for bad arguments.
+    pub fn command(
+        tool: &str,
+        args: &Value,
+    ) -> Result<(Command, Option<std::time::Duration>), String> {
+        let command = args
+            .get("command")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("{tool} needs a string `command`"))?;
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(command).stdin(Stdio::null());
+        match args.get("cwd") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(dir)) => {
+                let dir = std::path::PathBuf::from(dir);
+                if !dir.is_dir() {
+                    return Err(format!("{tool}: cwd {}: not a directory", dir.display()));
+                }
+                cmd.current_dir(dir);
+            }
+            Some(_) => return Err(format!("{tool}: `cwd` must be a string")),
+        }
+        let max = MAX_TIMEOUT.as_secs_f64();
+        let timeout = match args.get("timeout") {
+            None | Some(Value::Null) => None,
+            Some(t) => match t.as_f64() {
+                Some(secs) if secs > 0.0 && secs <= max => {
+                    Some(std::time::Duration::from_secs_f64(secs))
+                }
+                _ => {
+                    return Err(format!(
+                        "{tool} `timeout` is seconds, more than 0 and at most {max}; got {t}"
+                    ))
+                }
+            },
+        };
+        Ok((cmd, timeout))
+    }
+
+    /// The tool's input schema, whatever its name.
+    pub fn schema() -> Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "command": { "type": "string", "description": "The command line, run by sh -c." },
+                "cwd": { "type": "string", "description": "The working directory (default: the harness's)." },
+                "timeout": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "maximum": MAX_TIMEOUT.as_secs_f64(),
+                    "description": "Seconds before its process group is killed."
+                }
+            },
+            "required": ["command"]
+        })
+    }
+}
 
 impl Tool for Bash {
     fn name(&self) -> &str {
-        "bash"
+        &self.name
     }
 
     fn description(&self) -> Option<&str> {
@@ -58,14 +129,7 @@ impl Tool for Bash {
     }
 
     fn input_schema(&self) -> Value {
-        serde_json::json!({
-            "type": "object",
-            "properties": {
-                "command": { "type": "string", "description": "The command line, run by sh -c." },
-                "timeout": { "type": "number", "description": "Seconds before its process group is killed." }
-            },
-            "required": ["command"]
-        })
+        Bash::schema()
     }
 
     fn output_schema(&self) -> Option<Value> {
@@ -73,25 +137,7 @@ impl Tool for Bash {
     }
 
     fn execute(&self, cx: &mut Cx<'_>, args: &Value) -> Result<Rendered, ToolError> {
-        let command = args
-            .get("command")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ToolError::InvalidArgs("bash needs a string `command`".into()))?;
-        let timeout = match args.get("timeout") {
-            None | Some(Value::Null) => None,
-            Some(t) => match t.as_f64() {
-                Some(secs) if secs > 0.0 && secs <= MAX_TIMEOUT_SECS => {
-                    Some(std::time::Duration::from_secs_f64(secs))
-                }
-                _ => {
-                    return Err(ToolError::InvalidArgs(format!(
-                        "bash `timeout` is seconds, more than 0 and at most {MAX_TIMEOUT_SECS}; got {t}"
-                    )))
-                }
-            },
-        };
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c").arg(command).stdin(Stdio::null());
+        let (mut cmd, timeout) = Bash::command(&self.name, args).map_err(ToolError::InvalidArgs)?;
         let mut opts = RunOptions::default();
         opts.drain = self.drain;
         opts.timeout = timeout;
@@ -100,26 +146,20 @@ impl Tool for Bash {
         opts.forward = Some(cx.signal().clone());
         let mut stage = cx.stage();
         let finished = run_merged(&mut cmd, &opts, &mut stage, &mut |_| {})
-            .map_err(|e| ToolError::Failed(e.to_string()))?;
-        let line = if finished.timed_out {
-            let secs = timeout.map_or(0.0, |t| t.as_secs_f64());
-            Some(format!(
-                "[timed out after {secs} s; its process group was killed]"
-            ))
-        } else {
-            status_line(finished.status)
-        };
-        let cut = finished.output_cut.then(|| {
-            "[the command exited, but a process it started still holds its output; later output is not included]".to_string()
-        });
-        for line in [cut, line].into_iter().flatten() {
+            .map_err(|e| ToolError::Failed(format!("{}: {e}", self.name)))?;
+        for line in finished.status_lines(timeout) {
             let sep = match stage.last_byte() {
                 None | Some(b'\n') => "",
                 Some(_) => "\n",
             };
             stage.feed(format!("{sep}{line}").as_bytes());
         }
-        Ok(Rendered::Streamed(cx.finish(stage)?))
+        let outcome = cx.finish(stage)?;
+        if self.failure_is_error && !finished.succeeded() {
+            // A program's `await` throws, with the output and the status.
+            return Err(ToolError::Failed(outcome.content));
+        }
+        Ok(Rendered::Streamed(outcome))
     }
 }
 
