@@ -21,7 +21,10 @@ pub(crate) const CHUNK: usize = 1 << 20;
 /// Chunks that may wait for the consumer before the stage waits for it.
 pub(crate) const QUEUED: usize = 3;
 
-/// A consumer moves to a thread once this many bytes have been fed here.
+/// Work on this many bytes or more pays for a thread of its own: a stream
+/// consumer moves to one once this many bytes were fed here, a whole input
+/// is stored on threads of its own (`Spiller::apply`, `Store::put`), and
+/// `verify` hashes a raw object on two. The one threshold for all of them.
 pub(crate) const THREAD_AFTER: u64 = 1 << 20;
 
 /// A consumer, where it runs.

@@ -127,7 +127,9 @@ impl Spiller {
     /// [`OnStoreError::Fail`] and the store failed.
     pub fn apply(&self, input: &[u8]) -> Result<Outcome, FinishError> {
         let policy = &self.policy;
-        if input.len() <= policy.max_inline_bytes() || input.len() < WHOLE_FROM {
+        if input.len() <= policy.max_inline_bytes()
+            || (input.len() as u64) < crate::offload::THREAD_AFTER
+        {
             let mut stage = self.stage();
             stage.feed(input);
             return stage.finish();
@@ -191,10 +193,6 @@ impl std::error::Error for FinishError {
         Some(&self.error)
     }
 }
-
-/// [`Spiller::apply`] stores an input over the budget on a thread of its own
-/// from this size.
-const WHOLE_FROM: usize = 1 << 20;
 
 /// Chunks are measured and handed to the store in pieces of this size, so
 /// each piece is counted, hashed and written while it is still in cache.

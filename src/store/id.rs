@@ -69,7 +69,7 @@ impl ContentId {
     /// The id of `bytes` hashed on two threads (the same id as
     /// [`of`](Self::of)), for a caller with nothing else to do meanwhile.
     pub(crate) fn of_parallel(bytes: &[u8]) -> Self {
-        Self::of_split(bytes, 4 << 20)
+        Self::of_split(bytes, crate::offload::THREAD_AFTER as usize)
     }
 
     fn of_split(bytes: &[u8], from: usize) -> Self {

@@ -858,7 +858,7 @@ impl Store {
     ///
     /// [`StoreError`] when the object cannot be written or published.
     pub fn put(&self, bytes: &[u8], opts: WriteOptions) -> Result<StoredObject, StoreError> {
-        if bytes.len() >= WRITE_WHILE_HASHING {
+        if bytes.len() as u64 >= crate::offload::THREAD_AFTER {
             return self.put_whole(bytes, opts);
         }
         // The whole content is at hand: its id comes first, an existing
@@ -943,9 +943,6 @@ impl Store {
         w.finish()
     }
 }
-
-/// [`Store::put`] writes content from this long while hashing it.
-const WRITE_WHILE_HASHING: usize = 1 << 20;
 
 /// Whether `path` still names the open `file`.
 pub(crate) fn same_file(file: &fs::File, path: &Path) -> bool {

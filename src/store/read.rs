@@ -658,10 +658,8 @@ impl Local {
     }
 }
 
-/// `verify` hashes a raw object from this size from a mapping, when it can.
-const MAP_FROM: u64 = 1 << 20;
-
-/// [`Local::verify_path`] of a raw object of [`MAP_FROM`] bytes or more,
+/// [`Local::verify_path`] of a raw object of
+/// [`THREAD_AFTER`](crate::offload::THREAD_AFTER) bytes or more,
 /// hashed on two threads from a mapping of the file when it can be leased
 /// (see `sys::with_leased_map`; the store's objects are private and never
 /// truncated in place, and the lease guards against whoever else might).
@@ -672,7 +670,7 @@ fn hash_mapped(
     path: &Path,
 ) -> Option<Result<StoredObject, StoreError>> {
     let meta = file.metadata().ok()?;
-    if meta.len() < MAP_FROM {
+    if meta.len() < crate::offload::THREAD_AFTER {
         return None;
     }
     crate::sys::with_leased_map(file, meta.len(), |map| {

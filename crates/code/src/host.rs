@@ -14,6 +14,7 @@ use crate::gate::Gate;
 use crate::limits::Limits;
 use crate::sandbox::{self, Completion, Link, ToHost, Unsent};
 use crate::slots::{NoSlot, Slot, MAX_PROGRAMS};
+use spillway_process::stop::SIGKILL;
 
 /// Room on the program's thread beyond the engine's stack limit: the
 /// engine's own C frames and the host functions it calls.
@@ -35,9 +36,6 @@ const CANCEL_SEEN: Duration = Duration::from_millis(50);
 const RUNNING: u8 = 0;
 const ENDED: u8 = 1;
 const LEFT: u8 = 2;
-
-/// SIGKILL, for the commands nested calls still run when the program ends.
-const SIGKILL: i32 = 9;
 
 pub(crate) fn run(
     code: &str,

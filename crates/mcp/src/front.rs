@@ -7,6 +7,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
+use spillway_process::stop::SIGKILL;
+
 use serde_json::{json, Value};
 use spillway::Spiller;
 use spillway_registry::{Registry, ToolCall};
@@ -21,9 +23,6 @@ pub const PROTOCOL_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-1
 /// How many calls (tools, lists, resource reads) run at once; more wait
 /// their turn.
 pub const MAX_CONCURRENT_CALLS: usize = 8;
-
-/// SIGKILL, passed on to a cancelled call's command.
-const SIGKILL: usize = 9;
 
 /// A worker's call: the request's id, and its cancellation signal.
 pub(crate) type CallRef<'a> = Option<(&'a Value, &'a Arc<AtomicUsize>)>;
@@ -198,7 +197,7 @@ pub(crate) fn serve(
                     if let Some(target) = params.get("requestId") {
                         if let Some(call) = lock(&calls).get(&target.to_string()) {
                             call.cancelled.store(true, Ordering::SeqCst);
-                            call.signal.store(SIGKILL, Ordering::SeqCst);
+                            call.signal.store(SIGKILL as usize, Ordering::SeqCst);
                         }
                     }
                 }
@@ -285,7 +284,7 @@ pub(crate) fn serve(
     if stop() {
         // Stopping: what runs is cancelled (a command it runs is killed).
         for call in lock(&calls).values() {
-            call.signal.store(SIGKILL, Ordering::SeqCst);
+            call.signal.store(SIGKILL as usize, Ordering::SeqCst);
         }
     }
     for w in workers {

@@ -50,8 +50,12 @@ pub fn signal(child: &Child, sig: i32) -> bool {
     kill_process(pid, sig).is_ok()
 }
 
-/// The signal numbers [`stop`] sends.
+/// The signal numbers [`stop`] sends: the one definition of each that
+/// spillway's crates use.
 pub const SIGTERM: i32 = Signal::TERM.as_raw();
+/// SIGKILL, which [`stop`] sends when SIGTERM was not enough (and what a
+/// cancelled call's command, or one its program left running, gets).
+pub const SIGKILL: i32 = Signal::KILL.as_raw();
 
 /// Stops `child` after its input was closed (or a signal was passed on):
 /// waits `grace` for it to exit, then sends SIGTERM and waits `grace`

@@ -4,6 +4,8 @@
 use std::fmt;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+use spillway_process::stop::SIGKILL;
 use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::Value;
@@ -725,7 +727,7 @@ impl<R: CodeRuntime> Tool for RunCode<R> {
         };
         let ran = self.runtime.run(code, &mut host);
         // Whatever the run left running stops now.
-        host.dispatcher.stop(SIGKILL as i32);
+        host.dispatcher.stop(SIGKILL);
         let CodeHost {
             stage,
             mut renderer,
@@ -761,10 +763,6 @@ impl<R: CodeRuntime> Tool for RunCode<R> {
 
 /// A nested call whose turn came after its program ended.
 const NOT_RUN: &str = "not run: the program that called it had ended";
-
-/// SIGKILL: what a nested command still running when its program ended
-/// gets.
-const SIGKILL: usize = 9;
 
 /// Runs a program's `n`th nested call: pre-policies apply, post-policies do
 /// not (the program gets complete values). The durable copy in the
