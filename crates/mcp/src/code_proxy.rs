@@ -265,8 +265,9 @@ impl Front {
                     if let Some(t) = token.clone() {
                         self.progress.begin(&call_id, t);
                     }
-                    let result = front::run_code(
+                    let result = front::call_registry(
                         &built.registry,
+                        "run_code",
                         call_id.clone(),
                         call,
                         args,

@@ -399,18 +399,20 @@ pub(crate) fn call_id(session: &str, call: CallRef<'_>) -> String {
     }
 }
 
-/// A `run_code` call through `registry`, cancellable through `call`'s
-/// signal, as a `tools/call` result. A session log that cannot be written
-/// is said on stderr; the result still goes back.
-pub(crate) fn run_code(
+/// A call of `tool` through `registry` (its pipeline, its session log),
+/// cancellable through `call`'s signal, as a `tools/call` result. A session
+/// log that cannot be written is said on stderr; the result still goes
+/// back.
+pub(crate) fn call_registry(
     registry: &Registry,
+    tool: &str,
     call_id: String,
     call: CallRef<'_>,
     args: Value,
     deadline: Option<std::time::Instant>,
     who: &str,
 ) -> Value {
-    let mut tc = ToolCall::new(call_id, "run_code", args);
+    let mut tc = ToolCall::new(call_id, tool, args);
     if let Some(at) = deadline {
         tc = tc.deadline(at);
     }

@@ -22,20 +22,16 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use spillway::Spiller;
-use spillway_process::{run_merged, RunOptions};
 
-use spillway_registry::events::{Event, SessionLog};
+use spillway_registry::events::SessionLog;
 use spillway_registry::tools::Bash;
-use spillway_registry::{Block, Registry};
+use spillway_registry::Registry;
 
 use crate::front::{self, Answer, Answers, CallRef};
 use crate::rpc::{self, Out};
-use crate::tools::{self, ToolNames};
+use crate::tools::ToolNames;
 
 pub use crate::front::{MAX_CONCURRENT_CALLS, PROTOCOL_VERSIONS};
-
-/// Room for `run`'s status lines after the preview.
-const STATUS_ROOM: usize = 200;
 
 /// How [`serve_with`] serves.
 #[derive(Debug)]
@@ -87,10 +83,10 @@ pub fn code_registry(
 /// What every call is answered with.
 struct Server {
     spiller: Spiller,
-    run_spiller: Spiller,
     names: ToolNames,
     registry: Registry,
-    log: Option<Arc<SessionLog>>,
+    /// The tools a call may name: `run_code`, `run` and the spill tools.
+    tools: Vec<String>,
     /// This session's name, in front of every call id it records.
     session: String,
 }
@@ -123,28 +119,20 @@ pub fn serve_with(
     let spiller = &opts.spiller;
     let out = Out::new(output);
     let names = ToolNames::with_prefix("");
-    // `run` adds a status line after the preview: its room comes out of the
-    // budget when the budget can spare it.
-    let run_spiller = spiller
-        .with_budget(
-            spiller
-                .policy()
-                .max_inline_bytes()
-                .saturating_sub(STATUS_ROOM),
-        )
-        .unwrap_or_else(|_| spiller.clone());
     let log = opts
         .session_log
         .clone()
         .unwrap_or_else(|| Arc::new(SessionLog::discard()));
     let registry =
         crate::code::registry(spiller, log, opts.limits.clone()).map_err(io::Error::other)?;
+    let tools = ["run_code", "run", &names.read, &names.grep]
+        .map(str::to_owned)
+        .to_vec();
     let server = Arc::new(Server {
         spiller: spiller.clone(),
-        run_spiller,
         names,
         registry,
-        log: opts.session_log.clone(),
+        tools,
         session: front::session_id(),
     });
     let forward = opts.forward.clone();
@@ -169,8 +157,6 @@ fn answer(srv: &Server, method: &str, params: &Value, call: CallRef<'_>) -> Answ
     if let Some(a) = front::common(method, params, &srv.spiller) {
         return a;
     }
-    let store = srv.spiller.store();
-    let budget = srv.spiller.policy().max_inline_bytes();
     match method {
         "initialize" => Ok(front::initialize(
             params,
@@ -185,61 +171,24 @@ fn answer(srv: &Server, method: &str, params: &Value, call: CallRef<'_>) -> Answ
         }
         "tools/call" => {
             let (name, args) = rpc::call_parts(params);
-            let call_id = front::call_id(&srv.session, call);
-            if name == "run_code" {
-                return Ok(front::run_code(
-                    &srv.registry,
-                    call_id,
-                    call,
-                    args,
-                    None,
-                    "mcp serve",
-                ));
+            // Every tool, `run` and the spill tools too, is the registry's:
+            // its pipeline, its session log, one implementation each.
+            if !srv.tools.iter().any(|t| t == name) {
+                return Err((rpc::INVALID_PARAMS, format!("unknown tool: {name}")));
             }
-            let signal = call.map(|c| c.1);
-            logged(srv, &call_id, name, &args, || {
-                if name == "run" {
-                    return Some(run_tool(&srv.run_spiller, &args, signal));
-                }
-                srv.names.call(store, budget, name, &args)
-            })
-            .ok_or_else(|| (rpc::INVALID_PARAMS, format!("unknown tool: {name}")))
+            let call_id = front::call_id(&srv.session, call);
+            Ok(front::call_registry(
+                &srv.registry,
+                name,
+                call_id,
+                call,
+                args,
+                None,
+                "mcp serve",
+            ))
         }
         other => Err((rpc::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
     }
-}
-
-/// Answers a call of `run` or a spill tool with `f`; with a session log,
-/// appends the call and its result.
-fn logged(
-    srv: &Server,
-    call_id: &str,
-    name: &str,
-    args: &Value,
-    f: impl FnOnce() -> Option<Value>,
-) -> Option<Value> {
-    let Some(log) = &srv.log else { return f() };
-    let _ = log.append(&Event::ToolCall {
-        call_id: call_id.to_owned(),
-        tool: name.to_owned(),
-        description: None,
-        args: args.clone(),
-    });
-    let result = f()?;
-    let content: Vec<Block> = result
-        .get("content")
-        .and_then(|c| serde_json::from_value(c.clone()).ok())
-        .unwrap_or_default();
-    let _ = log.append(&Event::ToolResult {
-        call_id: call_id.to_owned(),
-        content,
-        is_error: result
-            .get("isError")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        spills: Vec::new(),
-    });
-    Some(result)
 }
 
 fn run_definition() -> Value {
@@ -250,36 +199,6 @@ fn run_definition() -> Value {
         "inputSchema": Bash::schema(),
         "annotations": {"destructiveHint": true, "openWorldHint": true}
     })
-}
-
-/// Runs a `run` call with the one shell tool's parsing and status lines
-/// ([`Bash`]); every failure is an error result.
-fn run_tool(spiller: &Spiller, args: &Value, signal: Option<&Arc<AtomicUsize>>) -> Value {
-    let (mut cmd, timeout) = match Bash::command("run", args) {
-        Ok(c) => c,
-        Err(e) => return tools::tool_result(e, true),
-    };
-    let mut opts = RunOptions::default();
-    opts.timeout = timeout;
-    opts.forward = signal.cloned();
-    let mut stage = spiller.stage();
-    let finished = run_merged(&mut cmd, &opts, &mut stage, &mut |_| {});
-    let outcome = match stage.finish() {
-        Ok(o) => o,
-        Err(e) => e.into_outcome(),
-    };
-    let mut text = outcome.content;
-    let (status, failed) = match finished {
-        Ok(f) => (f.status_lines(timeout), !f.succeeded()),
-        Err(e) => (vec![format!("[run: {e}]")], true),
-    };
-    for line in status {
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(&line);
-    }
-    tools::tool_result(text, failed)
 }
 
 #[cfg(test)]

@@ -124,9 +124,11 @@ async def test_serve_runs_a_command_and_bounds_its_output(store: str) -> None:
         bad = await s.call_tool("run", {"cwd": "/"})
         assert bad.is_error and "command" in texts(bad)[0]
 
-        # A resource read is bounded too: page by page, the whole object.
+        # A resource read is bounded too: page by page, the whole object
+        # (the command's output, then how it ended, as every shell tool
+        # stores it).
         whole, pages = await read_pages(s, f"spillway://{ident}", 2048)
-        assert whole == "".join(f"{i}\n" for i in range(1, 200001)) + "error: disk full\n"
+        assert whole == "".join(f"{i}\n" for i in range(1, 200001)) + "error: disk full\n[exit status 3]"
         assert pages > 100
         bad = await attempt(s.read_resource(f"spillway://{ident}?lines=1:2"))
         assert "?bytes=A:B" in str(bad)

@@ -215,6 +215,10 @@ pub enum ToolError {
     CodeRunFailed(CodeRunFailed),
     /// The tool failed.
     Failed(String),
+    /// The tool failed, and its output, streamed through the spill stage,
+    /// says how (a command's output and its status line): the result is
+    /// that bounded output, marked as an error.
+    Output(Box<Outcome>),
     /// What the tool needs is gone (the MCP server behind it died): a
     /// program that called it fails, as a caught error would hide it.
     Unavailable(String),
@@ -228,6 +232,7 @@ impl fmt::Display for ToolError {
             ToolError::InvalidArgs(r) => write!(f, "invalid arguments: {r}"),
             ToolError::CodeRunFailed(e) => e.fmt(f),
             ToolError::Failed(r) | ToolError::Unavailable(r) => f.write_str(r),
+            ToolError::Output(o) => f.write_str(&o.content),
         }
     }
 }
@@ -778,6 +783,7 @@ impl Registry {
             Err(ToolError::CodeRunFailed(CodeRunFailed {
                 output: Some(o), ..
             })) => (vec![Block::text(o.content.clone())], true, Some(*o)),
+            Err(ToolError::Output(o)) => (vec![Block::text(o.content.clone())], true, Some(*o)),
             Err(e) => (vec![Block::text(e.to_string())], true, None),
         };
         if !is_error {

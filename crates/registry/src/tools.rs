@@ -156,8 +156,9 @@ impl Tool for Bash {
         }
         let outcome = cx.finish(stage)?;
         if self.failure_is_error && !finished.succeeded() {
-            // A program's `await` throws, with the output and the status.
-            return Err(ToolError::Failed(outcome.content));
+            // An error result (a program's `await` throws) with the output
+            // and the status.
+            return Err(ToolError::Output(Box::new(outcome)));
         }
         Ok(Rendered::Streamed(outcome))
     }
