@@ -1,5 +1,7 @@
 //! The `spillway` command.
 
+#![forbid(unsafe_code)]
+
 mod args;
 mod commands;
 mod config;

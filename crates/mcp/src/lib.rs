@@ -14,6 +14,7 @@
 
 #![deny(missing_docs)]
 #![warn(rust_2018_idioms)]
+#![forbid(unsafe_code)]
 
 mod bound;
 mod code;
