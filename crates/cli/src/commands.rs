@@ -111,6 +111,7 @@ fn mcp_proxy(eff: &Effective, store: &Store, args: McpProxyArgs) -> Result<i32> 
         return Ok(2);
     }
     let mut opts = spillway_mcp::proxy::ProxyOptions::new(spiller, &args.tool_prefix);
+    opts.diagnostics = to_stderr();
     opts.names = names;
     // SIGTERM and Ctrl-C (how harnesses stop MCP servers) are passed on to
     // the server, which is then stopped as the stdio transport prescribes.
@@ -141,6 +142,7 @@ fn mcp_serve(eff: &Effective, store: &Store, args: McpServeArgs) -> Result<i32> 
     let names = spillway_mcp::ToolNames::with_prefix("");
     let spiller = mcp_spiller(eff, store, &names)?;
     let mut opts = spillway_mcp::server::ServeOptions::new(spiller);
+    opts.diagnostics = to_stderr();
     opts.limits = limits(&args.limits)?;
     opts.session_log = session_log(args.session_log.as_deref())?;
     // SIGTERM, SIGINT and SIGHUP (how harnesses stop MCP servers): every
@@ -151,6 +153,12 @@ fn mcp_serve(eff: &Effective, store: &Store, args: McpServeArgs) -> Result<i32> 
     let stdin = Box::new(io::BufReader::with_capacity(1 << 20, io::stdin()));
     spillway_mcp::server::serve_with(&opts, stdin, Box::new(io::stdout())).context("mcp serve")?;
     Ok(exit_for(&forward))
+}
+
+/// The MCP servers' notes for a person, on stderr: the binary is where
+/// they become text.
+fn to_stderr() -> spillway_mcp::Diagnostics {
+    spillway_mcp::Diagnostics::new(|note| eprintln!("spillway: {note}"))
 }
 
 /// A flag that SIGINT, SIGTERM and SIGHUP set to their number: how a
@@ -202,6 +210,7 @@ fn mcp_code_proxy(spiller: Spiller, args: McpProxyArgs) -> Result<i32> {
     };
     let mut opts =
         spillway_mcp::code_proxy::CodeProxyOptions::new(spiller, &args.tool_prefix, servers);
+    opts.diagnostics = to_stderr();
     opts.present = match args.present {
         PresentArg::Both => spillway_registry::Presentation::Both,
         _ => spillway_registry::Presentation::Ptc,

@@ -26,7 +26,7 @@ use spillway_code::{JsRuntime, Limits};
 use spillway_registry::events::SessionLog;
 use spillway_registry::run_code::RunCode;
 use spillway_registry::tools::{SpillGrep, SpillRead};
-use spillway_registry::{Presentation, Registry};
+use spillway_registry::{Presentation, Registry, ToolCall};
 
 use crate::front::{self, lock, Answer, Answers, CallRef};
 use crate::rpc::{self, Out};
@@ -58,6 +58,9 @@ pub struct CodeProxyOptions {
     /// the proxy then stops answering, stops the servers as the stdio
     /// transport prescribes, and returns.
     pub forward: Option<Arc<AtomicUsize>>,
+    /// Where notes for a person go (an unreachable server, a renamed
+    /// tool, a line that is not JSON); dropped by default.
+    pub diagnostics: crate::Diagnostics,
 }
 
 impl CodeProxyOptions {
@@ -73,6 +76,7 @@ impl CodeProxyOptions {
             session_log: None,
             grace: Duration::from_secs(2),
             forward: None,
+            diagnostics: crate::Diagnostics::none(),
         }
     }
 }
@@ -146,7 +150,7 @@ impl Front {
             return built;
         }
         for why in &unreachable {
-            eprintln!("spillway: mcp proxy: {why}");
+            self.opts.diagnostics.say(&format!("mcp proxy: {why}"));
         }
         let grouped = self.upstreams.len() > 1;
         let own = own_names(&self.opts.names);
@@ -175,11 +179,11 @@ impl Front {
                     }
                     let name = full(&member);
                     if lock(&self.said).insert(format!("{}\0{name}", u.name())) {
-                        eprintln!(
-                            "spillway: mcp proxy: the MCP server {:?} lists a tool {:?}, a name already taken; it is called {name:?} here",
+                        self.opts.diagnostics.say(&format!(
+                            "mcp proxy: the MCP server {:?} lists a tool {:?}, a name already taken; it is called {name:?} here",
                             u.name(),
                             t.remote,
-                        );
+                        ));
                     }
                     t.member = member;
                     t.name = name;
@@ -265,13 +269,13 @@ impl Front {
                     if let Some(t) = token.clone() {
                         self.progress.begin(&call_id, t);
                     }
+                    let tc = ToolCall::new(call_id.clone(), "run_code", args)
+                        .deadline(started + limit);
                     let result = front::call_registry(
                         &built.registry,
-                        "run_code",
-                        call_id.clone(),
+                        &tc,
                         call,
-                        args,
-                        Some(started + limit),
+                        &self.opts.diagnostics,
                         "mcp proxy",
                     );
                     if token.is_some() {
@@ -356,7 +360,14 @@ pub fn run(
     let upstreams: Vec<Arc<Upstream>> = opts
         .servers
         .iter()
-        .map(|s| Arc::new(Upstream::new(s.clone(), relay.clone(), opts.grace)))
+        .map(|s| {
+            Arc::new(Upstream::new(
+                s.clone(),
+                relay.clone(),
+                opts.grace,
+                opts.diagnostics.clone(),
+            ))
+        })
         .collect();
     let log = opts
         .session_log

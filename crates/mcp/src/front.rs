@@ -399,28 +399,22 @@ pub(crate) fn call_id(session: &str, call: CallRef<'_>) -> String {
     }
 }
 
-/// A call of `tool` through `registry` (its pipeline, its session log),
-/// cancellable through `call`'s signal, as a `tools/call` result. A session
-/// log that cannot be written is said on stderr; the result still goes
-/// back.
+/// `tc` through `registry` (its pipeline, its session log), cancellable
+/// through `call`'s signal, as a `tools/call` result. A session log that
+/// cannot be written is said to `diagnostics`, as `who`'s; the result still
+/// goes back.
 pub(crate) fn call_registry(
     registry: &Registry,
-    tool: &str,
-    call_id: String,
+    tc: &ToolCall,
     call: CallRef<'_>,
-    args: Value,
-    deadline: Option<std::time::Instant>,
+    diagnostics: &crate::Diagnostics,
     who: &str,
 ) -> Value {
-    let mut tc = ToolCall::new(call_id, tool, args);
-    if let Some(at) = deadline {
-        tc = tc.deadline(at);
-    }
     let signal = call.map(|c| c.1.clone()).unwrap_or_default();
-    let r = match registry.call_with_signal(&tc, signal) {
+    let r = match registry.call_with_signal(tc, signal) {
         Ok(r) => r,
         Err(not_durable) => {
-            eprintln!("spillway: {who}: {not_durable}");
+            diagnostics.say(&format!("{who}: {not_durable}"));
             *not_durable.result
         }
     };

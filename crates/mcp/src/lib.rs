@@ -19,6 +19,7 @@
 mod bound;
 mod code;
 pub mod code_proxy;
+mod diagnostics;
 mod front;
 pub mod proxy;
 mod rpc;
@@ -27,5 +28,6 @@ mod tools;
 mod upstream;
 
 pub use bound::bound_result;
+pub use diagnostics::Diagnostics;
 pub use tools::ToolNames;
 pub use upstream::ServerSpec;

@@ -46,6 +46,9 @@ pub struct ProxyOptions {
     /// signal, its input closed, the grace, SIGTERM, the grace, SIGKILL)
     /// and returns.
     pub forward: Option<Arc<AtomicUsize>>,
+    /// Where notes for a person go (an unreachable server, a renamed
+    /// tool, a line that is not JSON); dropped by default.
+    pub diagnostics: crate::Diagnostics,
 }
 
 impl ProxyOptions {
@@ -57,6 +60,7 @@ impl ProxyOptions {
             names: ToolNames::with_prefix(prefix),
             grace: Duration::from_secs(2),
             forward: None,
+            diagnostics: crate::Diagnostics::none(),
         }
     }
 }
@@ -164,15 +168,15 @@ pub fn run(
     drop(to_server);
     let (status, sent) = stop::stop(&mut child, opts.grace)?;
     if let Some(sig) = sent {
-        eprintln!(
-            "spillway mcp proxy: the server did not exit within {:?} of {}; sent signal {sig}",
+        opts.diagnostics.say(&format!(
+            "mcp proxy: the server did not exit within {:?} of {}; sent signal {sig}",
             opts.grace,
             if signalled.is_some() {
                 "the signal passed on"
             } else {
                 "its input closing"
             }
-        );
+        ));
     }
     // What the server wrote before it exited reaches the client (unless
     // something it started holds its output open).
@@ -327,9 +331,9 @@ fn server_side(
         let mut msg = match rpc::parse(raw) {
             Ok(m) => m,
             Err(e) => {
-                eprintln!(
-                    "spillway mcp proxy: skipped a line from the server that is not JSON ({e})"
-                );
+                opts.diagnostics.say(&format!(
+                    "mcp proxy: skipped a line from the server that is not JSON ({e})"
+                ));
                 continue;
             }
         };

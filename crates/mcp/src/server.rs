@@ -25,7 +25,7 @@ use spillway::Spiller;
 
 use spillway_registry::events::SessionLog;
 use spillway_registry::tools::Bash;
-use spillway_registry::Registry;
+use spillway_registry::{Registry, ToolCall};
 
 use crate::front::{self, Answer, Answers, CallRef};
 use crate::rpc::{self, Out};
@@ -51,6 +51,9 @@ pub struct ServeOptions {
     /// they run are killed, with their process groups), and returns once
     /// they ended.
     pub forward: Option<Arc<AtomicUsize>>,
+    /// Where notes for a person go (an unreachable server, a renamed
+    /// tool, a line that is not JSON); dropped by default.
+    pub diagnostics: crate::Diagnostics,
 }
 
 impl ServeOptions {
@@ -61,6 +64,7 @@ impl ServeOptions {
             limits: spillway_code::Limits::default(),
             session_log: None,
             forward: None,
+            diagnostics: crate::Diagnostics::none(),
         }
     }
 }
@@ -89,6 +93,7 @@ struct Server {
     tools: Vec<String>,
     /// This session's name, in front of every call id it records.
     session: String,
+    diagnostics: crate::Diagnostics,
 }
 
 /// Serves until `input` ends. `spiller`'s templates should name the spill
@@ -134,6 +139,7 @@ pub fn serve_with(
         registry,
         tools,
         session: front::session_id(),
+        diagnostics: opts.diagnostics.clone(),
     });
     let forward = opts.forward.clone();
     let mut next = front::client_lines(input, forward.clone());
@@ -177,13 +183,12 @@ fn answer(srv: &Server, method: &str, params: &Value, call: CallRef<'_>) -> Answ
                 return Err((rpc::INVALID_PARAMS, format!("unknown tool: {name}")));
             }
             let call_id = front::call_id(&srv.session, call);
+            let tc = ToolCall::new(call_id, name, args);
             Ok(front::call_registry(
                 &srv.registry,
-                name,
-                call_id,
+                &tc,
                 call,
-                args,
-                None,
+                &srv.diagnostics,
                 "mcp serve",
             ))
         }

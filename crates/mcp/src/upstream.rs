@@ -380,6 +380,7 @@ pub(crate) struct Upstream {
     /// Set when the server said its tool list changed.
     pub(crate) changed: Arc<AtomicBool>,
     grace: Duration,
+    diagnostics: crate::Diagnostics,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -391,6 +392,7 @@ impl Upstream {
         spec: ServerSpec,
         relay: Arc<dyn Fn(&Value) + Send + Sync>,
         grace: Duration,
+        diagnostics: crate::Diagnostics,
     ) -> Self {
         Upstream {
             spec,
@@ -402,6 +404,7 @@ impl Upstream {
             relay,
             changed: Arc::new(AtomicBool::new(false)),
             grace,
+            diagnostics,
         }
     }
 
@@ -607,11 +610,12 @@ impl Upstream {
             conn.kill();
             return Err(e);
         }
-        let (c, relay, changed, name) = (
+        let (c, relay, changed, name, diagnostics) = (
             conn.clone(),
             self.relay.clone(),
             self.changed.clone(),
             self.spec.name.clone(),
+            self.diagnostics.clone(),
         );
         let reader = std::thread::Builder::new()
             .name(format!("mcp upstream {} reader", self.spec.name))
@@ -624,9 +628,9 @@ impl Upstream {
                         // Said once: a server that floods its output with
                         // such lines does not flood stderr too.
                         if !std::mem::replace(&mut said, true) {
-                            eprintln!(
-                                "spillway: mcp proxy: the MCP server {name:?} sent a line that is not JSON; it and any later ones are skipped"
-                            );
+                            diagnostics.say(&format!(
+                                "mcp proxy: the MCP server {name:?} sent a line that is not JSON; it and any later ones are skipped"
+                            ));
                         }
                         continue;
                     };
