@@ -5,8 +5,7 @@ use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError};
@@ -15,10 +14,8 @@ use pyo3::types::PyDict;
 
 use crate::spiller::{finished, Spiller};
 use crate::store::seconds;
-use spillway_process::{run_merged, Finished, RunError, RunOptions};
-
-const SIGINT: usize = 2;
-const SIGTERM: usize = 15;
+use spillway_process::stop::{SIGINT, SIGTERM};
+use spillway_process::{run_merged, Cancel, Finished, RunError, RunOptions};
 
 /// Runs `args` to the end of its output. Returns a dict: the outcome's
 /// fields plus `returncode` (negative for a signal, as `subprocess` says),
@@ -58,7 +55,7 @@ pub fn run<'py>(
     let mut opts = RunOptions::default();
     opts.drain = seconds("drain", drain)?;
     opts.timeout = timeout.map(|t| seconds("timeout", t)).transpose()?;
-    let forward = token.map_or_else(|| Arc::new(AtomicUsize::new(0)), |t| t.forward.clone());
+    let forward = token.map_or_else(Cancel::new, |t| t.forward.clone());
     opts.forward = Some(forward.clone());
     // The command runs on its own thread so that this one can wake up to
     // let Python's signal handlers run.
@@ -88,7 +85,7 @@ pub fn run<'py>(
                     } else {
                         SIGTERM
                     };
-                    forward.store(sig, Ordering::SeqCst);
+                    forward.raise(sig);
                     pending.get_or_insert(e);
                 }
             }
@@ -128,7 +125,7 @@ pub fn run<'py>(
 /// stops the command when its task is cancelled.
 #[pyclass(module = "spillway._spillway", frozen)]
 pub struct RunToken {
-    forward: Arc<AtomicUsize>,
+    forward: Cancel,
 }
 
 #[pymethods]
@@ -136,12 +133,12 @@ impl RunToken {
     #[new]
     fn new() -> Self {
         RunToken {
-            forward: Arc::new(AtomicUsize::new(0)),
+            forward: Cancel::new(),
         }
     }
 
     /// Passes signal `signum` to the command (its process group).
-    fn signal(&self, signum: usize) {
-        self.forward.store(signum, Ordering::SeqCst);
+    fn signal(&self, signum: i32) {
+        self.forward.raise(signum);
     }
 }

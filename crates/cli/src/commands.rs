@@ -12,11 +12,10 @@ use spillway::References;
 use spillway::{
     ByteSize, ContentId, GcOptions, HumanDuration, IdPrefix, Outcome, Selection, Spiller, Store,
 };
-use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-use spillway_process::{pump, run_merged, widen_pipe, RunError, RunOptions};
+use spillway_process::{pump, run_merged, widen_pipe, Cancel, RunError, RunOptions};
 
 use spillway_registry::events::{LogSync, SessionLog};
 use spillway_registry::ToolCall;
@@ -161,23 +160,21 @@ fn to_stderr() -> spillway_mcp::Diagnostics {
     spillway_mcp::Diagnostics::new(|note| eprintln!("spillway: {note}"))
 }
 
-/// A flag that SIGINT, SIGTERM and SIGHUP set to their number: how a
-/// command that must stop its children first learns it was asked to stop.
-fn stop_signals(who: &str) -> Result<Arc<AtomicUsize>> {
-    let flag = Arc::new(AtomicUsize::new(0));
+/// The request to stop that SIGINT, SIGTERM and SIGHUP raise, each with
+/// its number: how a command that must stop its children first learns it
+/// was asked to stop.
+fn stop_signals(who: &str) -> Result<Cancel> {
+    let cancel = Cancel::new();
     for sig in [SIGINT, SIGTERM, SIGHUP] {
-        signal_hook::flag::register_usize(sig, flag.clone(), sig as usize)
+        signal_hook::flag::register_usize(sig, cancel.os_flag(), sig as usize)
             .with_context(|| format!("{who}: install signal handlers"))?;
     }
-    Ok(flag)
+    Ok(cancel)
 }
 
 /// The exit status after [`stop_signals`]: 0, or 128 + the signal.
-fn exit_for(flag: &AtomicUsize) -> i32 {
-    match flag.load(std::sync::atomic::Ordering::SeqCst) {
-        0 => 0,
-        sig => 128 + i32::try_from(sig).unwrap_or(0),
-    }
+fn exit_for(cancel: &Cancel) -> i32 {
+    cancel.signal().map_or(0, |sig| 128 + sig)
 }
 
 fn mcp_code_proxy(spiller: Spiller, args: McpProxyArgs) -> Result<i32> {

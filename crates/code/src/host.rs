@@ -210,7 +210,7 @@ pub(crate) fn run(
             "did not stop within {} ms; it was left to stop on its own",
             STRAGGLE.as_millis()
         );
-        if link.cancel.load(Ordering::SeqCst) != 0 {
+        if link.cancel.is_cancelled() {
             return Err(CodeRunFailed::new(format!(
                 "the call was cancelled and the program {left}"
             )));
@@ -322,7 +322,7 @@ impl Watch<'_> {
             if self.over_at.is_none() {
                 if now >= deadline.at() {
                     self.over_at = Some(deadline.at());
-                } else if self.link.cancel.load(Ordering::SeqCst) != 0 {
+                } else if self.link.cancel.is_cancelled() {
                     self.over_at = Some(now);
                 }
                 if self.over_at.is_some() {

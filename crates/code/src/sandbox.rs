@@ -11,13 +11,14 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rquickjs::context::EvalOptions;
 use rquickjs::{Array, Context, Ctx, Exception, Function, Promise, Runtime, Value};
+use spillway_process::Cancel;
 use spillway_registry::run_code::{Callable, CodeRunFailed, CodeValue, Limit, NestedValue};
 
 use crate::alloc::Counted;
@@ -190,7 +191,7 @@ struct Shared<'js> {
 /// yet sent.
 #[derive(Clone)]
 pub(crate) struct Link {
-    pub(crate) cancel: Arc<AtomicUsize>,
+    pub(crate) cancel: Cancel,
     pub(crate) abort: Arc<Abort>,
     pub(crate) deadline: Arc<Deadline>,
     pub(crate) unsent: Arc<Mutex<Unsent>>,
@@ -228,12 +229,12 @@ pub(crate) fn run(
     rt.set_max_stack_size(limits.stack());
     let (stop, aborted, due) = (cancel.clone(), abort.clone(), deadline.clone());
     rt.set_interrupt_handler(Some(Box::new(move || {
-        stop.load(Ordering::Relaxed) != 0 || aborted.set.load(Ordering::Relaxed) || due.passed()
+        stop.is_cancelled() || aborted.set.load(Ordering::Relaxed) || due.passed()
     })));
     let ctx = Context::full(&rt).map_err(engine)?;
     let over: Arc<dyn Fn() -> bool> = {
         let (deadline, cancel) = (deadline.clone(), cancel.clone());
-        Arc::new(move || deadline.passed() || cancel.load(Ordering::SeqCst) != 0)
+        Arc::new(move || deadline.passed() || cancel.is_cancelled())
     };
     let logs = Rc::new(RefCell::new(Logs {
         unsent: unsent.clone(),
@@ -278,9 +279,8 @@ pub(crate) fn run(
             // made, a job that threw) failed for want of memory: the limit
             // is what the run is told. A program that caught running out
             // and ran on to its wall-time limit is told that limit.
-            let memory = refused.load(Ordering::SeqCst)
-                && f.limit.is_none()
-                && cancel.load(Ordering::SeqCst) == 0;
+            let memory =
+                refused.load(Ordering::SeqCst) && f.limit.is_none() && !cancel.is_cancelled();
             if memory {
                 CodeRunFailed::limit(
                     Limit::Memory,
@@ -319,7 +319,7 @@ struct Run<'r> {
     refused: &'r AtomicBool,
     limits: &'r Limits,
     deadline: Instant,
-    cancel: &'r AtomicUsize,
+    cancel: &'r Cancel,
     to_host: &'r SyncSender<ToHost>,
     done: &'r Receiver<Completion>,
 }
@@ -330,7 +330,7 @@ impl Run<'_> {
         if let Some(why) = self.abort.reason() {
             return Some(CodeRunFailed::new(why));
         }
-        if self.cancel.load(Ordering::SeqCst) != 0 {
+        if self.cancel.is_cancelled() {
             return Some(CodeRunFailed::new("the call was cancelled"));
         }
         (Instant::now() >= self.deadline).then(|| {

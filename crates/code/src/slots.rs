@@ -8,7 +8,7 @@
 //! runs in one; when every slot is held by a program left behind, it is
 //! refused at once.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use spillway_process::Cancel;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -53,9 +53,9 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
-    /// Takes a slot, waiting for one until `until` or until `cancel`
-    /// holds a signal number.
-    pub(crate) fn take(until: Instant, cancel: &AtomicUsize) -> Result<Slot, NoSlot> {
+    /// Takes a slot, waiting for one until `until` or until `cancel` is
+    /// raised.
+    pub(crate) fn take(until: Instant, cancel: &Cancel) -> Result<Slot, NoSlot> {
         let mut c = count();
         loop {
             if c.running + c.left < MAX_PROGRAMS {
@@ -65,7 +65,7 @@ impl Slot {
             if c.left >= MAX_PROGRAMS {
                 return Err(NoSlot::LeftBehind(c.left));
             }
-            if cancel.load(Ordering::SeqCst) != 0 {
+            if cancel.is_cancelled() {
                 return Err(NoSlot::Cancelled);
             }
             let now = Instant::now();
@@ -114,7 +114,7 @@ mod tests {
 
     #[test]
     fn slots_are_bounded_and_a_left_program_keeps_its_own() {
-        let never = AtomicUsize::new(0);
+        let never = Cancel::new();
         let soon = || Instant::now() + Duration::from_millis(100);
         let mut held: Vec<Slot> = (0..MAX_PROGRAMS)
             .map(|_| Slot::take(soon(), &never).ok().unwrap())
@@ -125,17 +125,17 @@ mod tests {
         assert!(t.elapsed() >= Duration::from_millis(90));
         // A cancelled wait ends at once.
         assert!(matches!(
-            Slot::take(soon() + Duration::from_secs(10), &AtomicUsize::new(15)),
+            Slot::take(soon() + Duration::from_secs(10), &{
+                let c = Cancel::new();
+                c.raise(15);
+                c
+            }),
             Err(NoSlot::Cancelled)
         ));
         // A slot freed while a run waits is taken.
         let freed = held.pop().unwrap();
         let waiter = std::thread::spawn(move || {
-            Slot::take(
-                Instant::now() + Duration::from_secs(10),
-                &AtomicUsize::new(0),
-            )
-            .is_ok()
+            Slot::take(Instant::now() + Duration::from_secs(10), &Cancel::new()).is_ok()
         });
         std::thread::sleep(Duration::from_millis(50));
         drop(freed);

@@ -717,7 +717,7 @@ fn a_cancelled_call_answers_at_once_even_when_its_program_does_not_stop() {
         (STUCK, true),
     ];
     for (code, left) in cases {
-        let signal = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let signal = spillway_registry::Cancel::new();
         let t = Instant::now();
         let r = std::thread::scope(|s| {
             let call = s.spawn(|| {
@@ -729,7 +729,7 @@ fn a_cancelled_call_answers_at_once_even_when_its_program_does_not_stop() {
                     .unwrap()
             });
             std::thread::sleep(Duration::from_millis(200));
-            signal.store(2, std::sync::atomic::Ordering::SeqCst);
+            signal.raise(2);
             call.join().unwrap()
         });
         let took = t.elapsed();

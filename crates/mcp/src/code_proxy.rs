@@ -16,7 +16,8 @@
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
-use std::sync::atomic::{AtomicUsize, Ordering};
+
+use spillway_process::Cancel;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -57,7 +58,7 @@ pub struct CodeProxyOptions {
     /// A signal number set by the caller's signal handler (0 for none):
     /// the proxy then stops answering, stops the servers as the stdio
     /// transport prescribes, and returns.
-    pub forward: Option<Arc<AtomicUsize>>,
+    pub forward: Option<spillway_process::Cancel>,
     /// Where notes for a person go (an unreachable server, a renamed
     /// tool, a line that is not JSON); dropped by default.
     pub diagnostics: crate::Diagnostics,
@@ -249,7 +250,7 @@ impl Front {
             )),
             "tools/list" => Ok(self.tools_list(Wait {
                 until: Instant::now() + self.opts.limits.timeout(),
-                cancel: call.map(|c| &**c.1),
+                cancel: call.map(|c| c.1),
             })),
             "tools/call" => {
                 let (name, args) = rpc::call_parts(params);
@@ -261,7 +262,7 @@ impl Front {
                     let limit = self.opts.limits.timeout();
                     let built = self.registry(Wait {
                         until: started + limit / 2,
-                        cancel: call.map(|c| &**c.1),
+                        cancel: call.map(|c| c.1),
                     });
                     // Nested calls' progress goes under the client's token.
                     let call_id = front::call_id(&self.session, call);
@@ -382,11 +383,7 @@ pub fn run(
         said: Mutex::default(),
         session: front::session_id(),
     });
-    let signalled = || {
-        forward
-            .as_ref()
-            .is_some_and(|f| f.load(Ordering::SeqCst) != 0)
-    };
+    let signalled = || forward.as_ref().is_some_and(Cancel::is_cancelled);
     let mut next = front::client_lines(input, forward.clone());
     let failed = front::serve(front.clone(), &mut next, &out, &signalled);
     for u in &front.upstreams {

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
 use spillway_process::stop::SIGKILL;
+use spillway_process::Cancel;
 
 use serde_json::{json, Value};
 use spillway::Spiller;
@@ -25,7 +26,7 @@ pub const PROTOCOL_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-1
 pub const MAX_CONCURRENT_CALLS: usize = 8;
 
 /// A worker's call: the request's id, and its cancellation signal.
-pub(crate) type CallRef<'a> = Option<(&'a Value, &'a Arc<AtomicUsize>)>;
+pub(crate) type CallRef<'a> = Option<(&'a Value, &'a Cancel)>;
 
 /// An answer, or a JSON-RPC error's code and message.
 pub(crate) type Answer = Result<Value, (i64, String)>;
@@ -38,8 +39,8 @@ pub(crate) trait Answers: Send + Sync + 'static {
 
 /// A call received and not answered yet.
 struct Call {
-    /// Set to a signal number to pass on to what the call runs.
-    signal: Arc<AtomicUsize>,
+    /// Raised to stop what the call runs (its command gets the signal).
+    signal: Cancel,
     cancelled: AtomicBool,
 }
 
@@ -197,7 +198,7 @@ pub(crate) fn serve(
                     if let Some(target) = params.get("requestId") {
                         if let Some(call) = lock(&calls).get(&target.to_string()) {
                             call.cancelled.store(true, Ordering::SeqCst);
-                            call.signal.store(SIGKILL as usize, Ordering::SeqCst);
+                            call.signal.raise(SIGKILL);
                         }
                     }
                 }
@@ -213,7 +214,7 @@ pub(crate) fn serve(
         };
         if matches!(method, "tools/call" | "tools/list" | "resources/read") {
             let call = Arc::new(Call {
-                signal: Arc::new(AtomicUsize::new(0)),
+                signal: Cancel::new(),
                 cancelled: AtomicBool::new(false),
             });
             lock(&calls).insert(id.to_string(), call.clone());
@@ -284,7 +285,7 @@ pub(crate) fn serve(
     if stop() {
         // Stopping: what runs is cancelled (a command it runs is killed).
         for call in lock(&calls).values() {
-            call.signal.store(SIGKILL as usize, Ordering::SeqCst);
+            call.signal.raise(SIGKILL);
         }
     }
     for w in workers {
@@ -295,11 +296,11 @@ pub(crate) fn serve(
 
 /// The client's lines, read on a thread of their own so that a signal is
 /// seen while the client is silent: the returned function gives the next
-/// line, or `None` at the end of the input or once `signal` holds a signal
-/// number (within 100 ms of it). Both servers read their client this way.
+/// line, or `None` at the end of the input or once `signal` is raised
+/// (within 100 ms of it). Both servers read their client this way.
 pub(crate) fn client_lines(
     input: Box<dyn std::io::BufRead + Send>,
-    signal: Option<Arc<AtomicUsize>>,
+    signal: Option<Cancel>,
 ) -> impl FnMut() -> Option<Vec<u8>> {
     let (lines_tx, lines_rx) = mpsc::sync_channel::<Vec<u8>>(64);
     // The thread ends at the input's end, or at the next line once nobody
@@ -317,10 +318,7 @@ pub(crate) fn client_lines(
             }
         });
     move || loop {
-        if signal
-            .as_ref()
-            .is_some_and(|s| s.load(Ordering::SeqCst) != 0)
-        {
+        if signal.as_ref().is_some_and(Cancel::is_cancelled) {
             return None;
         }
         match lines_rx.recv_timeout(std::time::Duration::from_millis(100)) {

@@ -17,7 +17,9 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead, BufReader, Write};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use spillway_process::Cancel;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
@@ -45,7 +47,7 @@ pub struct ProxyOptions {
     /// signal handler (0 for none): the proxy then stops the server (the
     /// signal, its input closed, the grace, SIGTERM, the grace, SIGKILL)
     /// and returns.
-    pub forward: Option<Arc<AtomicUsize>>,
+    pub forward: Option<spillway_process::Cancel>,
     /// Where notes for a person go (an unreachable server, a renamed
     /// tool, a line that is not JSON); dropped by default.
     pub diagnostics: crate::Diagnostics,
@@ -144,10 +146,8 @@ pub fn run(
     // Until a side closes or a signal comes.
     let mut server_done = false;
     let signalled = loop {
-        if let Some(sig) = opts.forward.as_ref().map(|f| f.swap(0, Ordering::SeqCst)) {
-            if sig != 0 {
-                break i32::try_from(sig).ok();
-            }
+        if let Some(sig) = opts.forward.as_ref().and_then(Cancel::take) {
+            break Some(sig);
         }
         match done_rx.recv_timeout(Duration::from_millis(50)) {
             Ok(side) => {

@@ -17,7 +17,6 @@
 //! and answered.
 
 use std::io::{self, BufRead, Write};
-use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -50,7 +49,7 @@ pub struct ServeOptions {
     /// the server then stops reading, cancels every call (the commands
     /// they run are killed, with their process groups), and returns once
     /// they ended.
-    pub forward: Option<Arc<AtomicUsize>>,
+    pub forward: Option<spillway_process::Cancel>,
     /// Where notes for a person go (an unreachable server, a renamed
     /// tool, a line that is not JSON); dropped by default.
     pub diagnostics: crate::Diagnostics,
@@ -148,7 +147,7 @@ pub fn serve_with(
     let signalled = || {
         forward
             .as_ref()
-            .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst) != 0)
+            .is_some_and(spillway_process::Cancel::is_cancelled)
     };
     front::serve(server, &mut next, &out, &signalled)
 }

@@ -6,11 +6,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{self, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use spillway_process::Cancel;
 use spillway_registry::{Block, Cx, Rendered, Tool, ToolError};
 
 use crate::rpc;
@@ -214,12 +215,12 @@ const TICK: Duration = Duration::from_millis(50);
 #[derive(Clone, Copy)]
 pub(crate) struct Wait<'a> {
     pub(crate) until: Instant,
-    pub(crate) cancel: Option<&'a AtomicUsize>,
+    pub(crate) cancel: Option<&'a Cancel>,
 }
 
 impl Wait<'_> {
     fn cancelled(&self) -> bool {
-        self.cancel.is_some_and(|s| s.load(Ordering::SeqCst) != 0)
+        self.cancel.is_some_and(Cancel::is_cancelled)
     }
 }
 
@@ -370,7 +371,7 @@ pub(crate) struct Upstream {
     /// only [`RETRY_WAIT`] for it.
     failed_before: AtomicBool,
     /// Set at shutdown: attempts stop, and none starts.
-    stopping: Arc<AtomicUsize>,
+    stopping: Cancel,
     /// The server an attempt started and has not finished with, so that
     /// shutdown stops it too.
     starting: Mutex<Option<Arc<Conn>>>,
@@ -399,7 +400,7 @@ impl Upstream {
             state: Mutex::new(State::Idle),
             settled: Condvar::new(),
             failed_before: AtomicBool::new(false),
-            stopping: Arc::new(AtomicUsize::new(0)),
+            stopping: Cancel::new(),
             starting: Mutex::new(None),
             relay,
             changed: Arc::new(AtomicBool::new(false)),
@@ -429,7 +430,7 @@ impl Upstream {
             State::Connecting => return,
             _ => {}
         }
-        if self.stopping.load(Ordering::SeqCst) != 0 {
+        if self.stopping.is_cancelled() {
             *state = State::Failed(format!("the MCP server {:?} is stopping", self.spec.name));
             return;
         }
@@ -514,7 +515,7 @@ impl Upstream {
         lock(&self.starting).take();
         let mut state = lock(&self.state);
         *state = match outcome {
-            Ok((conn, tools)) if self.stopping.load(Ordering::SeqCst) == 0 => {
+            Ok((conn, tools)) if !self.stopping.is_cancelled() => {
                 self.failed_before.store(false, Ordering::SeqCst);
                 State::Ready {
                     conn,
@@ -543,7 +544,7 @@ impl Upstream {
             // Under the lock shutdown takes it by: either shutdown sees the
             // server, or this sees shutdown.
             let mut starting = lock(&self.starting);
-            if self.stopping.load(Ordering::SeqCst) != 0 {
+            if self.stopping.is_cancelled() {
                 c.kill();
                 return Err(format!("the MCP server {name:?} is stopping"));
             }
@@ -692,7 +693,7 @@ impl Upstream {
     /// input, wait, SIGTERM, wait, SIGKILL), with everything it started,
     /// and any attempt to reach it.
     pub(crate) fn shutdown(&self) {
-        self.stopping.store(1, Ordering::SeqCst);
+        self.stopping.raise(spillway_process::stop::SIGTERM);
         if let Some(c) = lock(&self.starting).take() {
             c.kill();
         }

@@ -17,11 +17,13 @@ compile_error!(
      and on unix exit statuses and signals"
 );
 
+mod cancel;
 mod holders;
 mod run;
 pub mod stop;
 mod sys;
 
+pub use cancel::{Cancel, WeakCancel};
 pub use run::{run_merged, Finished, RunError, RunOptions, MAX_TIMEOUT};
 
 use std::fs::File;

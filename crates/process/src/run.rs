@@ -6,14 +6,12 @@
 use std::io::{self, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustix::event::{poll, PollFd, PollFlags};
 use rustix::process::{kill_process, kill_process_group, Pid, Signal};
 
-use crate::spawn_merged;
+use crate::{spawn_merged, Cancel};
 
 /// How [`run_merged`] runs a command.
 #[derive(Clone, Debug)]
@@ -25,9 +23,9 @@ pub struct RunOptions {
     pub drain: Duration,
     /// Kill the command (its whole process group) after this long.
     pub timeout: Option<Duration>,
-    /// A signal number to pass on to the command, set by the caller's
-    /// signal handler (0 for none); it is taken (reset to 0) when passed on.
-    pub forward: Option<Arc<AtomicUsize>>,
+    /// The caller's request to stop: each signal it asks is passed on to
+    /// the command ([`Cancel::take`]); a second one kills it.
+    pub forward: Option<Cancel>,
     /// Start the command in a process group of its own, so that a timeout
     /// kills everything it started. Default: true. A command that reads a
     /// terminal should stay in the caller's group (a background group that
@@ -270,15 +268,15 @@ struct Running<'a> {
 impl Running<'_> {
     /// Passes on a signal, enforces the timeout, notes the child's exit.
     fn tend(&mut self, signal: &dyn Fn(Signal)) -> io::Result<()> {
-        if let Some(flag) = &self.opts.forward {
-            let raw = flag.swap(0, Ordering::SeqCst);
-            if let Some(sig) = i32::try_from(raw).ok().and_then(Signal::from_named_raw) {
+        if let Some(cancel) = &self.opts.forward {
+            let raw = cancel.take().unwrap_or(0);
+            if let Some(sig) = Signal::from_named_raw(raw) {
                 if self.forwarded_at.is_some() {
                     // A second signal: the caller means it.
                     self.kill(signal);
                 } else {
                     signal(sig);
-                    self.forwarded = Some(raw as i32);
+                    self.forwarded = Some(raw);
                     self.forwarded_at = Some(Instant::now());
                 }
             }
@@ -376,16 +374,16 @@ mod tests {
 
     #[test]
     fn a_forwarded_signal_reaches_the_command() {
-        let flag = Arc::new(AtomicUsize::new(0));
+        let cancel = Cancel::new();
         let opts = RunOptions {
-            forward: Some(flag.clone()),
+            forward: Some(cancel.clone()),
             ..RunOptions::default()
         };
         let setter = {
-            let flag = flag.clone();
+            let cancel = cancel.clone();
             std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(300));
-                flag.store(15, Ordering::SeqCst);
+                cancel.raise(15);
             })
         };
         let (out, f, took) = sh("echo waiting; sleep 30", &opts);

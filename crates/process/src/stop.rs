@@ -53,6 +53,8 @@ pub fn signal(child: &Child, sig: i32) -> bool {
 /// The signal numbers [`stop`] sends: the one definition of each that
 /// spillway's crates use.
 pub const SIGTERM: i32 = Signal::TERM.as_raw();
+/// SIGINT, what Ctrl-C sends.
+pub const SIGINT: i32 = Signal::INT.as_raw();
 /// SIGKILL, which [`stop`] sends when SIGTERM was not enough (and what a
 /// cancelled call's command, or one its program left running, gets).
 pub const SIGKILL: i32 = Signal::KILL.as_raw();

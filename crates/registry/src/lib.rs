@@ -35,7 +35,6 @@ pub mod turn;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
-use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -46,6 +45,7 @@ use run_code::CodeRunFailed;
 use spillway::Policy;
 use spillway::{ContentId, Store};
 use spillway::{Outcome, Spiller, Stage};
+pub use spillway_process::Cancel;
 
 /// The `stored` notice template for a registry that ships [`tools::SpillRead`]:
 /// it points the model at the tool it really has, not at a shell command.
@@ -731,12 +731,12 @@ impl Registry {
     /// [`NotDurable`] when the session log cannot be written; it hands the
     /// result back.
     pub fn call(&self, call: &ToolCall) -> Result<ToolResult, NotDurable> {
-        self.call_with_signal(call, Arc::new(AtomicUsize::new(0)))
+        self.call_with_signal(call, Cancel::new())
     }
 
-    /// [`Registry::call`] that the caller can cancel: storing a signal
-    /// number in `signal` passes it on to a command the call runs, and
-    /// stops a `run_code` program and its nested calls.
+    /// [`Registry::call`] that the caller can cancel: a signal raised on
+    /// `signal` is passed on to a command the call runs, and stops a
+    /// `run_code` program and its nested calls.
     ///
     /// # Errors
     ///
@@ -744,7 +744,7 @@ impl Registry {
     pub fn call_with_signal(
         &self,
         call: &ToolCall,
-        signal: Arc<AtomicUsize>,
+        signal: Cancel,
     ) -> Result<ToolResult, NotDurable> {
         let (result, logged) = self.execute(call, signal);
         self.record(result, logged)
@@ -752,11 +752,7 @@ impl Registry {
 
     /// Logs the call and runs it through the pipeline; the result is not
     /// recorded yet.
-    fn execute(
-        &self,
-        call: &ToolCall,
-        signal: Arc<AtomicUsize>,
-    ) -> (ToolResult, Result<(), LogError>) {
+    fn execute(&self, call: &ToolCall, signal: Cancel) -> (ToolResult, Result<(), LogError>) {
         let logged = self.log.append(&Event::ToolCall {
             call_id: call.id.clone(),
             tool: call.tool.clone(),
@@ -886,9 +882,8 @@ pub struct Cx<'a> {
     nested: bool,
     /// What the scanners of a streamed output decided.
     scanned: Vec<PostDecision>,
-    /// A signal number to pass on to a command the call runs, set when the
-    /// call is cancelled (0 while it runs).
-    signal: Arc<AtomicUsize>,
+    /// The call's cancellation: the signal to pass on to a command it runs.
+    signal: Cancel,
 }
 
 impl Cx<'_> {
@@ -908,10 +903,10 @@ impl Cx<'_> {
         self.nested
     }
 
-    /// The call's cancellation: a signal number to pass on to a command it
-    /// runs (`RunOptions::forward` of `spillway-process`), set when the
-    /// caller cancels the call or its program ended; 0 while it runs.
-    pub fn signal(&self) -> &Arc<AtomicUsize> {
+    /// The call's cancellation: the signal to pass on to a command it runs
+    /// (`RunOptions::forward`), raised when the caller cancels the call or
+    /// its program ended.
+    pub fn signal(&self) -> &Cancel {
         &self.signal
     }
 

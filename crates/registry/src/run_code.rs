@@ -3,10 +3,10 @@
 
 use std::fmt;
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use spillway_process::stop::SIGKILL;
-use std::sync::{Arc, Mutex, Weak};
+use spillway_process::{Cancel, WeakCancel};
 
 use serde_json::Value;
 use spillway::Outcome;
@@ -385,12 +385,12 @@ pub struct Dispatcher<'a> {
 /// How a run's nested calls are stopped.
 #[derive(Debug)]
 struct Stop {
-    /// The outer call's signal: set when the caller cancels it.
-    outer: Arc<AtomicUsize>,
-    /// The signal the run was stopped with (0 while it runs).
-    stopped: AtomicUsize,
-    /// Each running nested call's signal, passed on to its command.
-    live: Mutex<Vec<Weak<AtomicUsize>>>,
+    /// The outer call's cancellation: raised when the caller cancels it.
+    outer: Cancel,
+    /// The run's own stop, raised when the program ended.
+    stopped: Cancel,
+    /// Each running nested call's cancellation, passed on to its command.
+    live: Mutex<Vec<WeakCancel>>,
     /// Why the run must end: a nested call found its tool unavailable.
     fatal: Mutex<Option<String>>,
 }
@@ -403,16 +403,15 @@ impl Dispatcher<'_> {
     ///
     /// The tool's error, as text.
     pub fn run(&self, call: NestedCall) -> Result<NestedValue, String> {
-        let signal = Arc::new(AtomicUsize::new(0));
+        let signal = Cancel::new();
         {
             let mut live = lock(&self.stop.live);
-            live.retain(|w| w.strong_count() > 0);
-            live.push(Arc::downgrade(&signal));
+            live.retain(|w| w.upgrade().is_some());
+            live.push(signal.downgrade());
         }
         // A call started after the stop is stopped at once.
-        let stopped = self.stop.stopped.load(Ordering::SeqCst);
-        if stopped != 0 {
-            signal.store(stopped, Ordering::SeqCst);
+        if let Some(stopped) = self.stop.stopped.signal() {
+            signal.raise(stopped);
         }
         nested_run(
             self.registry,
@@ -460,16 +459,15 @@ impl Dispatcher<'_> {
     /// a nested call runs gets `signal` (9, SIGKILL, when its program
     /// ended).
     pub fn stop(&self, signal: i32) {
-        let signal = signal.max(1) as usize;
-        self.stop.stopped.store(signal, Ordering::SeqCst);
-        for s in lock(&self.stop.live).iter().filter_map(Weak::upgrade) {
-            s.store(signal, Ordering::SeqCst);
+        self.stop.stopped.raise(signal);
+        for s in lock(&self.stop.live).iter().filter_map(WeakCancel::upgrade) {
+            s.raise(signal);
         }
     }
 
     /// Whether the outer call was cancelled or the run stopped.
     pub fn stopped(&self) -> bool {
-        self.stop.stopped.load(Ordering::SeqCst) != 0 || self.stop.outer.load(Ordering::SeqCst) != 0
+        self.stop.stopped.is_cancelled() || self.stop.outer.is_cancelled()
     }
 }
 
@@ -612,9 +610,9 @@ impl<'a> CodeHost<'a> {
         self.deadline
     }
 
-    /// The outer call's cancellation signal (0 while it runs), for a
-    /// runtime that checks it from another thread or an interrupt handler.
-    pub fn cancellation(&self) -> Arc<AtomicUsize> {
+    /// The outer call's cancellation, for a runtime that checks it from
+    /// another thread or an interrupt handler.
+    pub fn cancellation(&self) -> Cancel {
         self.dispatcher.stop.outer.clone()
     }
 
@@ -703,7 +701,7 @@ impl<R: CodeRuntime> Tool for RunCode<R> {
                 parent: Arc::from(cx.call_id()),
                 stop: Arc::new(Stop {
                     outer: cx.signal.clone(),
-                    stopped: AtomicUsize::new(0),
+                    stopped: Cancel::new(),
                     live: Mutex::new(Vec::new()),
                     fatal: Mutex::new(None),
                 }),
@@ -773,7 +771,7 @@ fn nested_run(
     n: u32,
     tool: &str,
     args: Value,
-    signal: Arc<AtomicUsize>,
+    signal: Cancel,
 ) -> Result<NestedValue, (String, bool)> {
     let sub_call_id = sub_call_id(parent, n);
     let call = ToolCall::new(sub_call_id.clone(), tool, args.clone());
@@ -781,7 +779,7 @@ fn nested_run(
         Err(ToolError::Failed(
             "run_code cannot be called from a program".into(),
         ))
-    } else if signal.load(Ordering::SeqCst) != 0 {
+    } else if signal.is_cancelled() {
         // Its program ended before the call's turn came.
         Err(ToolError::Failed(NOT_RUN.into()))
     } else {

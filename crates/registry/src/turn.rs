@@ -178,10 +178,10 @@ impl Turn<'_> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if slot.is_none() {
-            *slot = Some(self.registry.execute(
-                &self.calls[index],
-                std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0)),
-            ));
+            *slot = Some(
+                self.registry
+                    .execute(&self.calls[index], crate::Cancel::new()),
+            );
         }
     }
 
