@@ -387,6 +387,17 @@ enum Input {
     },
 }
 
+impl Input {
+    /// All of it to stream, `size` bytes when known.
+    fn streamed(rest: Box<dyn Read>, size: Option<u64>) -> Input {
+        Input::Stream {
+            read: Vec::new(),
+            rest,
+            size,
+        }
+    }
+}
+
 /// `apply`'s input and its name. A regular file (named, or as stdin from
 /// its offset) of at most [`WHOLE_UP_TO`] bytes is read whole, so the
 /// stage has the whole input and its id is known before anything is
@@ -407,30 +418,14 @@ fn open_input(file: Option<&std::path::Path>, progress: &mut Progress) -> Result
     let Some(mut f) = file else {
         let stdin = io::stdin();
         widen_pipe(&stdin);
-        let rest = Box::new(stdin);
-        return Ok((
-            Input::Stream {
-                read: Vec::new(),
-                rest,
-                size: None,
-            },
-            name,
-        ));
+        return Ok((Input::streamed(Box::new(stdin), None), name));
     };
     let left = f.metadata().ok().and_then(|m| {
         let at = f.stream_position().ok()?;
         m.is_file().then(|| m.len().saturating_sub(at))
     });
     let Some(left) = left.filter(|&n| n <= WHOLE_UP_TO) else {
-        let rest = Box::new(f);
-        return Ok((
-            Input::Stream {
-                read: Vec::new(),
-                rest,
-                size: left,
-            },
-            name,
-        ));
+        return Ok((Input::streamed(Box::new(f), left), name));
     };
     let mut read = Vec::with_capacity(left as usize + 1);
     (&mut f)
