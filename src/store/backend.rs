@@ -157,15 +157,17 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     /// Totals over the store.
     fn stats(&self) -> Result<Stats, StoreError>;
 
-    /// The memory backend, for tests that damage its objects.
-    #[cfg(any(test, feature = "test-seams"))]
-    fn as_memory(&self) -> Option<&super::memory::Memory> {
-        None
-    }
+    /// This backend with its test seams changed by `change` (a fault plan,
+    /// a crash model), over the same objects; `None` for a backend without
+    /// seams. No default: each backend says.
+    #[cfg(feature = "test-seams")]
+    fn with_seam(
+        &self,
+        change: &dyn Fn(&mut super::seam::Seam),
+    ) -> Option<std::sync::Arc<dyn Backend>>;
 
-    /// The local backend, for the test seams that only it has.
-    #[cfg(any(test, feature = "test-seams"))]
-    fn as_local(&self) -> Option<&super::Local> {
-        None
-    }
+    /// Replaces the stored bytes of an object, as a corrupt medium would;
+    /// whether this backend can and there was such an object. No default.
+    #[cfg(feature = "test-seams")]
+    fn damage(&self, id: &ContentId, encoding: Encoding, bytes: &[u8]) -> bool;
 }

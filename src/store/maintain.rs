@@ -619,14 +619,12 @@ mod tests {
 
     const RELAXED: WriteOptions = WriteOptions::raw().durability(Durability::Relaxed);
 
-    fn store() -> (tempfile::TempDir, Store) {
+    /// A store, and the local directory behind it.
+    fn store() -> (tempfile::TempDir, Store, Local) {
         let d = tempfile::tempdir().unwrap();
-        let s = Store::open(d.path().join("s")).unwrap();
-        (d, s)
-    }
-
-    fn local(s: &Store) -> &Local {
-        s.backend().as_local().unwrap()
+        let l = Local::open(&d.path().join("s")).unwrap();
+        let s = Store(std::sync::Arc::new(l.clone()));
+        (d, s, l)
     }
 
     fn age(path: &std::path::Path, secs: u64) {
@@ -639,15 +637,15 @@ mod tests {
     /// before gc moved it: gc must put it back.
     #[test]
     fn gc_restores_an_object_reused_after_it_started() {
-        let (_d, s) = store();
+        let (_d, s, l) = store();
         let stored = s.put(b"reused", RELAXED).unwrap();
         age(&stored.path, 7200);
         let listed = s.list().unwrap().remove(0);
         let started = SystemTime::now();
         // The writer's dedup hit happens here.
-        assert!(local(&s).dedup_hit(&stored.id).unwrap().is_some());
+        assert!(l.dedup_hit(&stored.id).unwrap().is_some());
         let mut report = GcReport::default();
-        let gone = local(&s)
+        let gone = l
             .remove_unless_reused(&listed, started, &mut report)
             .unwrap();
         assert!(!gone);
@@ -656,18 +654,18 @@ mod tests {
             s.read(&stored.id, &crate::Selection::All).unwrap(),
             b"reused"
         );
-        assert_eq!(fs::read_dir(local(&s).tmp_dir()).unwrap().count(), 0);
+        assert_eq!(fs::read_dir(l.tmp_dir()).unwrap().count(), 0);
     }
 
     /// Without reuse, the same object goes.
     #[test]
     fn gc_removes_a_stale_object_nobody_reused() {
-        let (_d, s) = store();
+        let (_d, s, l) = store();
         let stored = s.put(b"stale", RELAXED).unwrap();
         age(&stored.path, 7200);
         let listed = s.list().unwrap().remove(0);
         let mut report = GcReport::default();
-        assert!(local(&s)
+        assert!(l
             .remove_unless_reused(&listed, SystemTime::now(), &mut report)
             .unwrap());
         assert!(!stored.path.exists());
@@ -677,21 +675,21 @@ mod tests {
     /// not report a hit on a name that no longer holds it.
     #[test]
     fn a_dedup_hit_needs_the_name_to_still_hold_the_file() {
-        let (_d, s) = store();
+        let (_d, s, l) = store();
         let stored = s.put(b"moved", RELAXED).unwrap();
-        let f = super::super::open_regular(local(&s).root(), &stored.path).unwrap();
-        let aside = local(&s).tmp_dir().join("aside");
+        let f = super::super::open_regular(l.root(), &stored.path).unwrap();
+        let aside = l.tmp_dir().join("aside");
         fs::rename(&stored.path, &aside).unwrap();
         assert!(!super::super::same_file(&f, &stored.path));
-        assert!(local(&s).dedup_hit(&stored.id).unwrap().is_none());
+        assert!(l.dedup_hit(&stored.id).unwrap().is_none());
     }
 
     #[test]
     fn locked_temp_files_of_live_writers_survive_cleanup() {
-        let (_d, s) = store();
+        let (_d, s, l) = store();
         let mut w = s.writer(RELAXED).unwrap();
         w.write_all(b"in progress").unwrap();
-        let temp = fs::read_dir(local(&s).tmp_dir())
+        let temp = fs::read_dir(l.tmp_dir())
             .unwrap()
             .next()
             .unwrap()
@@ -704,7 +702,7 @@ mod tests {
             "a live writer's file stays"
         );
         w.finish().unwrap();
-        let dead = local(&s).tmp_dir().join("1-2-3.tmp");
+        let dead = l.tmp_dir().join("1-2-3.tmp");
         fs::write(&dead, b"left by a crash").unwrap();
         assert_eq!(
             s.clean_temp(Duration::from_secs(3600)).unwrap(),

@@ -107,7 +107,7 @@ impl Memory {
     }
 
     /// Replaces an object's stored bytes (tests of corruption).
-    #[cfg(any(test, feature = "test-seams"))]
+    #[cfg(feature = "test-seams")]
     pub(crate) fn damage(&self, id: &ContentId, encoding: Encoding, bytes: &[u8]) -> bool {
         match self.lock().live.get_mut(&(*id, encoding)) {
             Some(obj) => {
@@ -339,8 +339,13 @@ impl Backend for Memory {
         Ok(Stats::of(&self.list()?, 0, quarantined))
     }
 
-    #[cfg(any(test, feature = "test-seams"))]
-    fn as_memory(&self) -> Option<&Memory> {
-        Some(self)
+    #[cfg(feature = "test-seams")]
+    fn with_seam(&self, _: &dyn Fn(&mut super::seam::Seam)) -> Option<std::sync::Arc<dyn Backend>> {
+        None
+    }
+
+    #[cfg(feature = "test-seams")]
+    fn damage(&self, id: &ContentId, encoding: Encoding, bytes: &[u8]) -> bool {
+        Memory::damage(self, id, encoding, bytes)
     }
 }

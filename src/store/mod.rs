@@ -659,11 +659,23 @@ impl Backend for Local {
         Local::stats(self)
     }
 
-    #[cfg(any(test, feature = "test-seams"))]
-    fn as_local(&self) -> Option<&Local> {
-        Some(self)
+    #[cfg(feature = "test-seams")]
+    fn with_seam(&self, change: &dyn Fn(&mut Seam)) -> Option<Arc<dyn Backend>> {
+        let mut seam = self.seam().clone();
+        change(&mut seam);
+        Some(Arc::new(Local::at(self.root().to_path_buf(), seam)))
+    }
+
+    #[cfg(feature = "test-seams")]
+    fn damage(&self, _: &ContentId, _: Encoding, _: &[u8]) -> bool {
+        // A file is damaged by writing it: the tests do that themselves.
+        false
     }
 }
+
+/// Why a test seam cannot be had.
+#[cfg(feature = "test-seams")]
+const NO_SEAMS: &str = "only a local directory has test seams (fault injection, a crash model)";
 
 /// A handle on a store: a local directory, or (the `s3` feature) a bucket
 /// and prefix of S3-compatible object storage. Cheap to clone; safe to
@@ -768,9 +780,7 @@ impl Store {
     /// there was such an object.
     #[cfg(feature = "test-seams")]
     pub fn damage_in_memory(&self, id: &ContentId, encoding: Encoding, bytes: &[u8]) -> bool {
-        self.0
-            .as_memory()
-            .is_some_and(|m| m.damage(id, encoding, bytes))
+        self.0.damage(id, encoding, bytes)
     }
 
     pub(crate) fn backend(&self) -> &dyn Backend {
@@ -788,31 +798,28 @@ impl Store {
     }
 
     /// This store with a fault-injection plan (tests only: the
-    /// `test-seams` feature). A remote store is returned as it is.
+    /// `test-seams` feature), over the same objects.
+    ///
+    /// # Panics
+    ///
+    /// For a store other than a local directory, which has no fault seam:
+    /// a test that asked for faults would otherwise run without them.
     #[cfg(feature = "test-seams")]
     pub fn with_faults(&self, plan: FaultPlan) -> Store {
-        match self.0.as_local() {
-            Some(l) => {
-                let mut seam = l.seam().clone();
-                seam.faults = Some(plan);
-                Store(Arc::new(Local::at(l.root().to_path_buf(), seam)))
-            }
-            None => self.clone(),
-        }
+        let change = |seam: &mut Seam| seam.faults = Some(plan.clone());
+        Store(self.0.with_seam(&change).expect(NO_SEAMS))
     }
 
     /// This store, recording every change into a crash model (tests only:
-    /// the `test-seams` feature). A remote store is returned as it is.
+    /// the `test-seams` feature), over the same objects.
+    ///
+    /// # Panics
+    ///
+    /// For a store other than a local directory, as [`with_faults`](Self::with_faults).
     #[cfg(feature = "test-seams")]
     pub fn with_crash_model(&self, model: &CrashModel) -> Store {
-        match self.0.as_local() {
-            Some(l) => {
-                let mut seam = l.seam().clone();
-                seam.crash = Some(model.clone());
-                Store(Arc::new(Local::at(l.root().to_path_buf(), seam)))
-            }
-            None => self.clone(),
-        }
+        let change = |seam: &mut Seam| seam.crash = Some(model.clone());
+        Store(self.0.with_seam(&change).expect(NO_SEAMS))
     }
 
     /// The length of the longest object location, as a notice prints it.

@@ -302,4 +302,17 @@ impl Backend for SinkBackend {
     fn stats(&self) -> Result<Stats, StoreError> {
         Err(self.unreadable())
     }
+
+    #[cfg(feature = "test-seams")]
+    fn with_seam(
+        &self,
+        _: &dyn Fn(&mut crate::store::seam::Seam),
+    ) -> Option<std::sync::Arc<dyn Backend>> {
+        None
+    }
+
+    #[cfg(feature = "test-seams")]
+    fn damage(&self, _: &ContentId, _: Encoding, _: &[u8]) -> bool {
+        false
+    }
 }

@@ -644,6 +644,19 @@ impl Backend for S3Backend {
     fn stats(&self) -> Result<Stats, StoreError> {
         self.0.stats()
     }
+
+    #[cfg(feature = "test-seams")]
+    fn with_seam(
+        &self,
+        _: &dyn Fn(&mut crate::store::seam::Seam),
+    ) -> Option<std::sync::Arc<dyn Backend>> {
+        None
+    }
+
+    #[cfg(feature = "test-seams")]
+    fn damage(&self, _: &ContentId, _: Encoding, _: &[u8]) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]
