@@ -23,7 +23,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::seam::Op;
+use super::op::Op;
 
 /// What a simulated crash keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

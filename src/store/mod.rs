@@ -57,6 +57,7 @@ mod id;
 mod maintain;
 mod memory;
 mod object;
+mod op;
 mod pointer;
 mod publish;
 mod read;
