@@ -82,31 +82,6 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     /// listing prints it: its file, or its `s3://` URL.
     fn object_location(&self, id: &ContentId, encoding: Encoding) -> PathBuf;
 
-    /// The object of this id: its location and encoding.
-    fn locate(&self, id: &ContentId) -> Result<(PathBuf, Encoding), StoreError>;
-
-    /// The one object whose id starts with `prefix` (not a full id).
-    fn resolve_prefix(&self, prefix: &IdPrefix) -> Result<ContentId, StoreError>;
-
-    /// Streams the one good object of this id through `f`, checked against
-    /// its id; `f(None)` says to forget what a bad copy gave so far.
-    fn scan_good(
-        &self,
-        id: &ContentId,
-        f: &mut dyn FnMut(Option<&[u8]>),
-    ) -> Result<StoredObject, StoreError>;
-
-    /// Streams the copy `scan_good` found (`found`) again, checked again.
-    fn rescan(
-        &self,
-        id: &ContentId,
-        found: &StoredObject,
-        f: &mut dyn FnMut(&[u8]),
-    ) -> Result<StoredObject, StoreError>;
-
-    /// Every object, without reading its contents.
-    fn list(&self) -> Result<Vec<StoredObject>, StoreError>;
-
     /// An existing object of this id whose content is `bytes` long, read
     /// back and checked against its id, marked used: a copy that proves
     /// damaged is set aside and `None` comes back. For a writer that knows
@@ -137,6 +112,59 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     /// Starts writing an object.
     fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError>;
 
+    /// Reading objects back: the backend itself, or, for a write-only
+    /// one (a harness's sink), the error that says why it cannot be read.
+    fn reads(&self) -> Result<&dyn Reads, StoreError>;
+
+    /// Keeping the store (cleanup, verify, gc, stats), as for `reads`.
+    fn maintenance(&self) -> Result<&dyn Maintain, StoreError>;
+
+    /// This backend with its test seams changed by `change` (a fault plan,
+    /// a crash model), over the same objects; `None` for a backend without
+    /// seams. No default: each backend says.
+    #[cfg(feature = "test-seams")]
+    fn with_seam(
+        &self,
+        change: &dyn Fn(&mut super::seam::Seam),
+    ) -> Option<std::sync::Arc<dyn Backend>>;
+
+    /// Replaces the stored bytes of an object, as a corrupt medium would;
+    /// whether this backend can and there was such an object. No default.
+    #[cfg(feature = "test-seams")]
+    fn damage(&self, id: &ContentId, encoding: Encoding, bytes: &[u8]) -> bool;
+}
+
+/// What a backend that can read its objects back provides.
+pub(crate) trait Reads {
+    /// The object of this id: its location and encoding.
+    fn locate(&self, id: &ContentId) -> Result<(PathBuf, Encoding), StoreError>;
+
+    /// The one object whose id starts with `prefix` (not a full id).
+    fn resolve_prefix(&self, prefix: &IdPrefix) -> Result<ContentId, StoreError>;
+
+    /// Streams the one good object of this id through `f`, checked against
+    /// its id; `f(None)` says to forget what a bad copy gave so far.
+    fn scan_good(
+        &self,
+        id: &ContentId,
+        f: &mut dyn FnMut(Option<&[u8]>),
+    ) -> Result<StoredObject, StoreError>;
+
+    /// Streams the copy `scan_good` found (`found`) again, checked again.
+    fn rescan(
+        &self,
+        id: &ContentId,
+        found: &StoredObject,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<StoredObject, StoreError>;
+
+    /// Every object, without reading its contents.
+    fn list(&self) -> Result<Vec<StoredObject>, StoreError>;
+}
+
+/// What a backend that can be kept (listed whole, verified, collected)
+/// provides.
+pub(crate) trait Maintain {
     /// Removes what dead writers left, older than `grace`.
     fn clean_temp(&self, grace: Duration) -> Result<usize, StoreError>;
 
@@ -156,18 +184,4 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
 
     /// Totals over the store.
     fn stats(&self) -> Result<Stats, StoreError>;
-
-    /// This backend with its test seams changed by `change` (a fault plan,
-    /// a crash model), over the same objects; `None` for a backend without
-    /// seams. No default: each backend says.
-    #[cfg(feature = "test-seams")]
-    fn with_seam(
-        &self,
-        change: &dyn Fn(&mut super::seam::Seam),
-    ) -> Option<std::sync::Arc<dyn Backend>>;
-
-    /// Replaces the stored bytes of an object, as a corrupt medium would;
-    /// whether this backend can and there was such an object. No default.
-    #[cfg(feature = "test-seams")]
-    fn damage(&self, id: &ContentId, encoding: Encoding, bytes: &[u8]) -> bool;
 }

@@ -225,7 +225,7 @@ impl Store {
     ///
     /// An I/O error listing the temp directory.
     pub fn clean_temp(&self, grace: Duration) -> Result<usize, StoreError> {
-        self.backend().clean_temp(grace)
+        self.backend().maintenance()?.clean_temp(grace)
     }
 
     /// Re-hashes every object; moves corrupt ones to the quarantine folder;
@@ -241,7 +241,9 @@ impl Store {
         temp_grace: Duration,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<VerifyReport, StoreError> {
-        self.backend().verify_all(temp_grace, progress)
+        self.backend()
+            .maintenance()?
+            .verify_all(temp_grace, progress)
     }
 
     /// Removes least-recently-used objects until the store is within
@@ -258,7 +260,7 @@ impl Store {
         opts: &GcOptions,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<GcReport, StoreError> {
-        self.backend().gc(opts, progress)
+        self.backend().maintenance()?.gc(opts, progress)
     }
 
     /// Totals over the store, without reading object contents.
@@ -267,7 +269,7 @@ impl Store {
     ///
     /// An I/O error listing the store.
     pub fn stats(&self) -> Result<Stats, StoreError> {
-        self.backend().stats()
+        self.backend().maintenance()?.stats()
     }
 }
 

@@ -13,8 +13,8 @@ use super::format::{first_good, one_match, parse_trailer, scan_stored, TRAILER_L
 use super::maintain::choose_and_remove;
 use super::write::{Commit, ObjectOut};
 use super::{
-    Backend, ContentId, CorruptObject, Encoding, GcOptions, GcReport, IdPrefix, Location,
-    ObjectWriter, Stats, StoreError, StoredObject, VerifyReport, WriteOptions,
+    Backend, ContentId, CorruptObject, Encoding, GcOptions, GcReport, IdPrefix, Location, Maintain,
+    ObjectWriter, Reads, Stats, StoreError, StoredObject, VerifyReport, WriteOptions,
 };
 
 /// One stored object: its bytes as stored (raw, or zstd with its trailer)
@@ -159,6 +159,70 @@ impl Backend for Memory {
         Self::name(id, encoding)
     }
 
+    fn dedup_hit_content(
+        &self,
+        id: &ContentId,
+        content: &[u8],
+    ) -> Result<Option<StoredObject>, StoreError> {
+        // `verified_hit` scans every copy against its id.
+        self.verified_hit(id, content.len() as u64)
+    }
+
+    fn verified_hit(
+        &self,
+        id: &ContentId,
+        _bytes: u64,
+    ) -> Result<Option<StoredObject>, StoreError> {
+        for encoding in Encoding::ALL {
+            let Some(obj) = self.get(id, encoding) else {
+                continue;
+            };
+            match self.scan(id, encoding, &obj, &mut |_| {}) {
+                Ok(info) => {
+                    if let Some(o) = self.lock().live.get_mut(&(*id, encoding)) {
+                        o.modified = SystemTime::now();
+                    }
+                    return Ok(Some(StoredObject {
+                        dedup: true,
+                        modified: None,
+                        ..info
+                    }));
+                }
+                Err(StoreError::Corrupt { .. }) => self.quarantine(id, encoding),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
+    fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
+        let out = MemoryOut {
+            memory: self.clone(),
+            buf: Vec::new(),
+        };
+        Ok(ObjectWriter::new(Box::new(out), opts))
+    }
+
+    #[cfg(feature = "test-seams")]
+    fn with_seam(&self, _: &dyn Fn(&mut super::seam::Seam)) -> Option<std::sync::Arc<dyn Backend>> {
+        None
+    }
+
+    #[cfg(feature = "test-seams")]
+    fn damage(&self, id: &ContentId, encoding: Encoding, bytes: &[u8]) -> bool {
+        Memory::damage(self, id, encoding, bytes)
+    }
+
+    fn reads(&self) -> Result<&dyn Reads, StoreError> {
+        Ok(self)
+    }
+
+    fn maintenance(&self) -> Result<&dyn Maintain, StoreError> {
+        Ok(self)
+    }
+}
+
+impl Reads for Memory {
     fn locate(&self, id: &ContentId) -> Result<(PathBuf, Encoding), StoreError> {
         let objects = self.lock();
         Encoding::ALL
@@ -232,51 +296,9 @@ impl Backend for Memory {
             })
             .collect())
     }
+}
 
-    fn dedup_hit_content(
-        &self,
-        id: &ContentId,
-        content: &[u8],
-    ) -> Result<Option<StoredObject>, StoreError> {
-        // `verified_hit` scans every copy against its id.
-        self.verified_hit(id, content.len() as u64)
-    }
-
-    fn verified_hit(
-        &self,
-        id: &ContentId,
-        _bytes: u64,
-    ) -> Result<Option<StoredObject>, StoreError> {
-        for encoding in Encoding::ALL {
-            let Some(obj) = self.get(id, encoding) else {
-                continue;
-            };
-            match self.scan(id, encoding, &obj, &mut |_| {}) {
-                Ok(info) => {
-                    if let Some(o) = self.lock().live.get_mut(&(*id, encoding)) {
-                        o.modified = SystemTime::now();
-                    }
-                    return Ok(Some(StoredObject {
-                        dedup: true,
-                        modified: None,
-                        ..info
-                    }));
-                }
-                Err(StoreError::Corrupt { .. }) => self.quarantine(id, encoding),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(None)
-    }
-
-    fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
-        let out = MemoryOut {
-            memory: self.clone(),
-            buf: Vec::new(),
-        };
-        Ok(ObjectWriter::new(Box::new(out), opts))
-    }
-
+impl Maintain for Memory {
     fn clean_temp(&self, _grace: Duration) -> Result<usize, StoreError> {
         Ok(0)
     }
@@ -337,15 +359,5 @@ impl Backend for Memory {
     fn stats(&self) -> Result<Stats, StoreError> {
         let quarantined = self.lock().quarantined;
         Ok(Stats::of(&self.list()?, 0, quarantined))
-    }
-
-    #[cfg(feature = "test-seams")]
-    fn with_seam(&self, _: &dyn Fn(&mut super::seam::Seam)) -> Option<std::sync::Arc<dyn Backend>> {
-        None
-    }
-
-    #[cfg(feature = "test-seams")]
-    fn damage(&self, id: &ContentId, encoding: Encoding, bytes: &[u8]) -> bool {
-        Memory::damage(self, id, encoding, bytes)
     }
 }

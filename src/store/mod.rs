@@ -67,8 +67,8 @@ mod seam;
 mod sink;
 mod write;
 
-pub(crate) use backend::Backend;
 pub use backend::Location;
+pub(crate) use backend::{Backend, Maintain, Reads};
 #[cfg(feature = "test-seams")]
 pub use crash::{CrashKind, CrashModel};
 pub use default::{default_store, DefaultStore};
@@ -586,6 +586,50 @@ impl Backend for Local {
         self.object_path(id, encoding)
     }
 
+    fn verified_hit(
+        &self,
+        id: &ContentId,
+        _bytes: u64,
+    ) -> Result<Option<StoredObject>, StoreError> {
+        // Every copy is hashed again; the id holds the length.
+        Local::dedup_hit(self, id)
+    }
+
+    fn dedup_hit_content(
+        &self,
+        id: &ContentId,
+        content: &[u8],
+    ) -> Result<Option<StoredObject>, StoreError> {
+        self.dedup_hit_checked(id, Some(content))
+    }
+
+    fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
+        publish::LocalOut::writer(self.clone(), opts)
+    }
+
+    #[cfg(feature = "test-seams")]
+    fn with_seam(&self, change: &dyn Fn(&mut Seam)) -> Option<Arc<dyn Backend>> {
+        let mut seam = self.seam().clone();
+        change(&mut seam);
+        Some(Arc::new(Local::at(self.root().to_path_buf(), seam)))
+    }
+
+    #[cfg(feature = "test-seams")]
+    fn damage(&self, _: &ContentId, _: Encoding, _: &[u8]) -> bool {
+        // A file is damaged by writing it: the tests do that themselves.
+        false
+    }
+
+    fn reads(&self) -> Result<&dyn Reads, StoreError> {
+        Ok(self)
+    }
+
+    fn maintenance(&self) -> Result<&dyn Maintain, StoreError> {
+        Ok(self)
+    }
+}
+
+impl Reads for Local {
     fn locate(&self, id: &ContentId) -> Result<(PathBuf, Encoding), StoreError> {
         Local::locate(self, id)
     }
@@ -614,28 +658,9 @@ impl Backend for Local {
     fn list(&self) -> Result<Vec<StoredObject>, StoreError> {
         Local::list(self)
     }
+}
 
-    fn verified_hit(
-        &self,
-        id: &ContentId,
-        _bytes: u64,
-    ) -> Result<Option<StoredObject>, StoreError> {
-        // Every copy is hashed again; the id holds the length.
-        Local::dedup_hit(self, id)
-    }
-
-    fn dedup_hit_content(
-        &self,
-        id: &ContentId,
-        content: &[u8],
-    ) -> Result<Option<StoredObject>, StoreError> {
-        self.dedup_hit_checked(id, Some(content))
-    }
-
-    fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
-        publish::LocalOut::writer(self.clone(), opts)
-    }
-
+impl Maintain for Local {
     fn clean_temp(&self, grace: std::time::Duration) -> Result<usize, StoreError> {
         Local::clean_temp(self, grace)
     }
@@ -658,19 +683,6 @@ impl Backend for Local {
 
     fn stats(&self) -> Result<Stats, StoreError> {
         Local::stats(self)
-    }
-
-    #[cfg(feature = "test-seams")]
-    fn with_seam(&self, change: &dyn Fn(&mut Seam)) -> Option<Arc<dyn Backend>> {
-        let mut seam = self.seam().clone();
-        change(&mut seam);
-        Some(Arc::new(Local::at(self.root().to_path_buf(), seam)))
-    }
-
-    #[cfg(feature = "test-seams")]
-    fn damage(&self, _: &ContentId, _: Encoding, _: &[u8]) -> bool {
-        // A file is damaged by writing it: the tests do that themselves.
-        false
     }
 }
 
@@ -909,7 +921,7 @@ impl Store {
             let id = ContentId::of(bytes);
             // A copy under the id stops the write at once; it is checked
             // against the content after.
-            let found = self.0.locate(&id).is_ok();
+            let found = self.0.reads().is_ok_and(|r| r.locate(&id).is_ok());
             if found {
                 stop.store(true, Ordering::Relaxed);
             }

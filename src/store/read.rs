@@ -302,7 +302,7 @@ impl Store {
     /// [`StoreError::NotFound`], or [`StoreError::Symlink`] /
     /// [`StoreError::WrongKind`] for a hostile object path.
     pub fn locate(&self, id: &ContentId) -> Result<(PathBuf, Encoding), StoreError> {
-        self.backend().locate(id)
+        self.backend().reads()?.locate(id)
     }
 
     /// The one object whose id starts with `prefix`.
@@ -314,7 +314,7 @@ impl Store {
         if let Some(id) = prefix.full() {
             return self.locate(&id).map(|_| id);
         }
-        self.backend().resolve_prefix(prefix)
+        self.backend().reads()?.resolve_prefix(prefix)
     }
 
     /// Reads part or all of an object. The whole object is always hashed and
@@ -412,7 +412,7 @@ impl Store {
         let mut streamer = Selector::new(*sel);
         let mut written = 0u64;
         let mut failed = None;
-        self.backend().rescan(id, &info, &mut |chunk| {
+        self.backend().reads()?.rescan(id, &info, &mut |chunk| {
             if failed.is_some() {
                 return;
             }
@@ -438,7 +438,7 @@ impl Store {
         id: &ContentId,
         f: &mut dyn FnMut(Option<&[u8]>),
     ) -> Result<StoredObject, StoreError> {
-        self.backend().scan_good(id, f)
+        self.backend().reads()?.scan_good(id, f)
     }
 
     /// Re-hashes an object and checks it against its id.
@@ -458,7 +458,7 @@ impl Store {
     /// An I/O error listing a directory. A store that does not exist yet is
     /// empty, not an error.
     pub fn list(&self) -> Result<Vec<StoredObject>, StoreError> {
-        self.backend().list()
+        self.backend().reads()?.list()
     }
 }
 

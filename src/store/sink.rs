@@ -13,8 +13,8 @@ use std::io;
 use std::path::PathBuf;
 
 use super::{
-    Backend, ContentId, Encoding, GcOptions, GcReport, IdPrefix, Location, ObjectWriter, Stats,
-    StoreError, StoreErrorKind, StoredObject, VerifyReport, WriteOptions,
+    Backend, ContentId, Encoding, Location, Maintain, ObjectWriter, Reads, StoreError,
+    StoreErrorKind, StoredObject, WriteOptions,
 };
 
 /// Blob storage a stage spills into: begin an object, write it, publish it.
@@ -218,35 +218,6 @@ impl Backend for SinkBackend {
         PathBuf::from("x".repeat(self.sink.max_location_len()))
     }
 
-    fn locate(&self, _id: &ContentId) -> Result<(PathBuf, Encoding), StoreError> {
-        Err(self.unreadable())
-    }
-
-    fn resolve_prefix(&self, _prefix: &IdPrefix) -> Result<ContentId, StoreError> {
-        Err(self.unreadable())
-    }
-
-    fn scan_good(
-        &self,
-        _id: &ContentId,
-        _f: &mut dyn FnMut(Option<&[u8]>),
-    ) -> Result<StoredObject, StoreError> {
-        Err(self.unreadable())
-    }
-
-    fn rescan(
-        &self,
-        _id: &ContentId,
-        _found: &StoredObject,
-        _f: &mut dyn FnMut(&[u8]),
-    ) -> Result<StoredObject, StoreError> {
-        Err(self.unreadable())
-    }
-
-    fn list(&self) -> Result<Vec<StoredObject>, StoreError> {
-        Err(self.unreadable())
-    }
-
     fn verified_hit(
         &self,
         _id: &ContentId,
@@ -279,30 +250,6 @@ impl Backend for SinkBackend {
         ))
     }
 
-    fn clean_temp(&self, _grace: std::time::Duration) -> Result<usize, StoreError> {
-        Ok(0)
-    }
-
-    fn verify_all(
-        &self,
-        _temp_grace: std::time::Duration,
-        _progress: &mut dyn FnMut(usize, usize),
-    ) -> Result<VerifyReport, StoreError> {
-        Err(self.unreadable())
-    }
-
-    fn gc(
-        &self,
-        _opts: &GcOptions,
-        _progress: &mut dyn FnMut(usize, usize),
-    ) -> Result<GcReport, StoreError> {
-        Err(self.unreadable())
-    }
-
-    fn stats(&self) -> Result<Stats, StoreError> {
-        Err(self.unreadable())
-    }
-
     #[cfg(feature = "test-seams")]
     fn with_seam(
         &self,
@@ -314,5 +261,13 @@ impl Backend for SinkBackend {
     #[cfg(feature = "test-seams")]
     fn damage(&self, _: &ContentId, _: Encoding, _: &[u8]) -> bool {
         false
+    }
+
+    fn reads(&self) -> Result<&dyn Reads, StoreError> {
+        Err(self.unreadable())
+    }
+
+    fn maintenance(&self) -> Result<&dyn Maintain, StoreError> {
+        Err(self.unreadable())
     }
 }

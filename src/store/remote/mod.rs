@@ -64,8 +64,9 @@ pub use options::S3Options;
 pub(crate) use upload::Upload;
 
 use super::{
-    Backend, ContentId, Encoding, GcOptions, GcReport, IdPrefix, Local, Location, ObjectWriter,
-    Stats, Store, StoreError, StoreErrorKind, StoredObject, VerifyReport, WriteOptions,
+    Backend, ContentId, Encoding, GcOptions, GcReport, IdPrefix, Local, Location, Maintain,
+    ObjectWriter, Reads, Stats, Store, StoreError, StoreErrorKind, StoredObject, VerifyReport,
+    WriteOptions,
 };
 
 /// The default bound on the local cache of verified objects: 1 GiB.
@@ -558,6 +559,57 @@ impl Backend for S3Backend {
         self.0.url_of(&self.0.object_key(id, encoding))
     }
 
+    fn verified_hit(&self, id: &ContentId, bytes: u64) -> Result<Option<StoredObject>, StoreError> {
+        self.0.verified_whole_hit(id, bytes)
+    }
+
+    fn dedup_hit_content(
+        &self,
+        id: &ContentId,
+        content: &[u8],
+    ) -> Result<Option<StoredObject>, StoreError> {
+        // Downloaded and checked against its id, as a streamed write's
+        // hit is: a damaged object is set aside, and the content written.
+        self.0.verified_whole_hit(id, content.len() as u64)
+    }
+
+    fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
+        Ok(ObjectWriter::new(
+            Box::new(Upload::new(Arc::clone(&self.0))),
+            opts,
+        ))
+    }
+
+    fn whole_writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
+        Ok(ObjectWriter::new(
+            Box::new(Upload::whole(Arc::clone(&self.0))),
+            opts,
+        ))
+    }
+
+    #[cfg(feature = "test-seams")]
+    fn with_seam(
+        &self,
+        _: &dyn Fn(&mut crate::store::seam::Seam),
+    ) -> Option<std::sync::Arc<dyn Backend>> {
+        None
+    }
+
+    #[cfg(feature = "test-seams")]
+    fn damage(&self, _: &ContentId, _: Encoding, _: &[u8]) -> bool {
+        false
+    }
+
+    fn reads(&self) -> Result<&dyn Reads, StoreError> {
+        Ok(self)
+    }
+
+    fn maintenance(&self) -> Result<&dyn Maintain, StoreError> {
+        Ok(self)
+    }
+}
+
+impl Reads for S3Backend {
     fn locate(&self, id: &ContentId) -> Result<(PathBuf, Encoding), StoreError> {
         self.0.locate(id)
     }
@@ -592,35 +644,9 @@ impl Backend for S3Backend {
     fn list(&self) -> Result<Vec<StoredObject>, StoreError> {
         Ok(self.0.list_objects()?.into_iter().map(|(o, _)| o).collect())
     }
+}
 
-    fn verified_hit(&self, id: &ContentId, bytes: u64) -> Result<Option<StoredObject>, StoreError> {
-        self.0.verified_whole_hit(id, bytes)
-    }
-
-    fn dedup_hit_content(
-        &self,
-        id: &ContentId,
-        content: &[u8],
-    ) -> Result<Option<StoredObject>, StoreError> {
-        // Downloaded and checked against its id, as a streamed write's
-        // hit is: a damaged object is set aside, and the content written.
-        self.0.verified_whole_hit(id, content.len() as u64)
-    }
-
-    fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
-        Ok(ObjectWriter::new(
-            Box::new(Upload::new(Arc::clone(&self.0))),
-            opts,
-        ))
-    }
-
-    fn whole_writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
-        Ok(ObjectWriter::new(
-            Box::new(Upload::whole(Arc::clone(&self.0))),
-            opts,
-        ))
-    }
-
+impl Maintain for S3Backend {
     fn clean_temp(&self, grace: Duration) -> Result<usize, StoreError> {
         self.0.clean_temp(grace)
     }
@@ -643,19 +669,6 @@ impl Backend for S3Backend {
 
     fn stats(&self) -> Result<Stats, StoreError> {
         self.0.stats()
-    }
-
-    #[cfg(feature = "test-seams")]
-    fn with_seam(
-        &self,
-        _: &dyn Fn(&mut crate::store::seam::Seam),
-    ) -> Option<std::sync::Arc<dyn Backend>> {
-        None
-    }
-
-    #[cfg(feature = "test-seams")]
-    fn damage(&self, _: &ContentId, _: Encoding, _: &[u8]) -> bool {
-        false
     }
 }
 
