@@ -1,0 +1,299 @@
+//! Finding the lines that match, and their ranks: every pattern in one
+//! search, gated (with the built-in patterns) by a search for literals one
+//! of which every matching line holds.
+
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+use regex_automata::meta;
+use regex_automata::Input;
+
+use super::{one_line, SalientPattern, SalientRank};
+
+/// Literals one of which every line the built-in patterns match holds
+/// (`the_gate_passes_every_line_the_built_in_patterns_match` checks it):
+/// with the built-in patterns, only the lines they are in are searched,
+/// and one vectorized search finds them all. Those of three bytes are for
+/// logcat's levels (`… 1234 E tag: `, `E/tag`) and apt's `E: `; a literal
+/// that starts with `\n` also holds at the text's start.
+const GATE: &[&str] = &[
+    "ERROR",
+    "FATAL",
+    "SEVERE",
+    "CRITICAL",
+    "PANIC",
+    "error",
+    "fatal",
+    "Fatal",
+    "crit",
+    "alert",
+    "emerg",
+    "panic",
+    "level",
+    "lvl=",
+    "lvl\"",
+    "severity",
+    "FAIL",
+    "Failed",
+    "not ok",
+    "✕ ",
+    "✗ ",
+    "Traceback",
+    "Error",
+    "Exception",
+    "Caused by: ",
+    "Segmentation fault",
+    "core dumped",
+    "ERR!",
+    ": ***",
+    "command not found",
+    "undefined reference to",
+    "WARN",
+    "warn",
+    "Warning",
+    "No such file or directory",
+    "Permission denied",
+    " E ",
+    " F ",
+    " W ",
+    "\nE/",
+    "\nF/",
+    "\nW/",
+    "\nE: ",
+];
+
+/// Finds the lines that match, and their ranks.
+#[derive(Clone, Debug)]
+pub(crate) struct Matcher {
+    /// Every pattern in one search; a match's pattern id gives its rank.
+    all: meta::Regex,
+    ranks: Arc<[SalientRank]>,
+    /// The patterns of each rank above [`SalientRank::Word`], to raise a
+    /// line whose first match ranks lower than another it holds.
+    errors: Option<meta::Regex>,
+    warnings: Option<meta::Regex>,
+    /// With the built-in patterns: what a matching line holds.
+    pub(super) gate: Option<Arc<Gate>>,
+    /// Search states given back by searchers that are done, for the next
+    /// ones: making one costs far more than a small output's whole scan.
+    spare: Arc<Mutex<Vec<Caches>>>,
+}
+
+/// The most search states a matcher keeps for reuse.
+const SPARE_CACHES: usize = 8;
+
+/// A search for the lines that may match, far cheaper than the patterns:
+/// the literals of [`GATE`] together.
+#[derive(Debug)]
+pub(super) struct Gate(aho_corasick::packed::Searcher);
+
+impl Gate {
+    /// The first candidate at or after `pos`, a line start: where a
+    /// literal starts, or, for one that starts with the `\n` before a line,
+    /// where that line starts.
+    fn next(&self, text: &[u8], pos: usize) -> Option<usize> {
+        if pos == 0
+            && [&b"E/"[..], b"F/", b"W/", b"E: "]
+                .iter()
+                .any(|p| text.starts_with(p))
+        {
+            return Some(0);
+        }
+        // From the `\n` before `pos`, which a literal may start with.
+        let from = pos.saturating_sub(1);
+        let span = aho_corasick::Span::from(from..text.len());
+        let m = self.0.find_in(text, span)?;
+        Some(m.start() + usize::from(text[m.start()] == b'\n'))
+    }
+}
+
+/// Where a search of the gate got to: its next candidate, and where it
+/// was searched from.
+#[derive(Default)]
+struct Cursor(Option<(usize, Option<usize>)>);
+
+impl Cursor {
+    /// The next candidate at or after `pos`, reusing the last answer while
+    /// it still holds.
+    fn next(&mut self, pos: usize, search: impl FnOnce() -> Option<usize>) -> Option<usize> {
+        match self.0 {
+            Some((from, Some(at))) if from <= pos && at >= pos => Some(at),
+            Some((from, None)) if from <= pos => None,
+            _ => {
+                let at = search();
+                self.0 = Some((pos, at));
+                at
+            }
+        }
+    }
+}
+
+impl Matcher {
+    pub(super) fn new(patterns: &[SalientPattern]) -> Result<Matcher, String> {
+        // Higher ranks first: of two matches that start together, the
+        // higher-ranked one is reported.
+        let mut sorted: Vec<&SalientPattern> = patterns.iter().collect();
+        sorted.sort_by_key(|p| std::cmp::Reverse(p.rank));
+        let all = compile(
+            &sorted
+                .iter()
+                .map(|p| p.pattern.as_str())
+                .collect::<Vec<_>>(),
+        )?;
+        let of = |rank| -> Result<Option<meta::Regex>, String> {
+            let set: Vec<&str> = sorted
+                .iter()
+                .filter(|p| p.rank == rank)
+                .map(|p| p.pattern.as_str())
+                .collect();
+            if set.is_empty() {
+                Ok(None)
+            } else {
+                compile(&set).map(Some)
+            }
+        };
+        Ok(Matcher {
+            all,
+            ranks: sorted.iter().map(|p| p.rank).collect(),
+            errors: of(SalientRank::Error)?,
+            warnings: of(SalientRank::Warning)?,
+            gate: None,
+            spare: Arc::default(),
+        })
+    }
+
+    /// Adds the built-in patterns' gate (where the machine can search
+    /// for its literals together).
+    pub(super) fn gated(mut self) -> Matcher {
+        self.gate = aho_corasick::packed::Config::new()
+            .builder()
+            .extend(GATE)
+            .build()
+            .map(|s| Arc::new(Gate(s)));
+        self
+    }
+
+    /// The search state of this matcher's regexes, for one searcher at a
+    /// time: searching with it spares each search a trip to the regexes'
+    /// shared pool of caches (slow from any thread but the first). One a
+    /// searcher gave back is reused; give it back with
+    /// [`give_back`](Self::give_back) when done.
+    pub(crate) fn caches(&self) -> Caches {
+        let reused = self.spare.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        reused.unwrap_or_else(|| Caches {
+            all: self.all.create_cache(),
+            errors: self.errors.as_ref().map(meta::Regex::create_cache),
+            warnings: self.warnings.as_ref().map(meta::Regex::create_cache),
+        })
+    }
+
+    /// How many search states wait for reuse.
+    #[cfg(test)]
+    pub(crate) fn spare_len(&self) -> usize {
+        self.spare.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Keeps `caches` (from [`caches`](Self::caches)) for the next searcher.
+    pub(crate) fn give_back(&self, caches: Caches) {
+        let mut spare = self.spare.lock().unwrap_or_else(|e| e.into_inner());
+        if spare.len() < SPARE_CACHES {
+            spare.push(caches);
+        }
+    }
+
+    /// The first line at or after `pos` (a line start) that matches, and
+    /// the pattern of its first match.
+    fn find(
+        &self,
+        text: &[u8],
+        mut pos: usize,
+        cur: &mut Cursor,
+        cache: &mut meta::Cache,
+    ) -> Option<(Range<usize>, usize)> {
+        let Some(gate) = &self.gate else {
+            let m = self
+                .all
+                .search_with(cache, &Input::new(text).range(pos..))?;
+            let start = memchr::memrchr(b'\n', &text[..m.start()]).map_or(0, |i| i + 1);
+            let end =
+                memchr::memchr(b'\n', &text[m.start()..]).map_or(text.len(), |i| m.start() + i);
+            return Some((start..end, m.pattern().as_usize()));
+        };
+        while pos < text.len() {
+            let g = cur.next(pos, || gate.next(text, pos))?;
+            let start = memchr::memrchr(b'\n', &text[pos..g]).map_or(pos, |i| pos + i + 1);
+            let end = memchr::memchr(b'\n', &text[g..]).map_or(text.len(), |i| g + i);
+            // Which pattern matches first needs only the match's end.
+            let input = Input::new(text).range(start..end);
+            if let Some(m) = self.all.search_half_with(cache, &input) {
+                return Some((start..end, m.pattern().as_usize()));
+            }
+            pos = end + 1;
+        }
+        None
+    }
+
+    /// The rank of a line whose first match ranks `first`: a level or a
+    /// compiler's prefix comes first in its line and says what the line
+    /// is; a line whose first match is a mere word takes the highest rank
+    /// it holds.
+    fn raise(&self, line: &[u8], first: SalientRank, caches: &mut Caches) -> SalientRank {
+        if first > SalientRank::Word {
+            return first;
+        }
+        let input = Input::new(line).earliest(true);
+        let holds = |r: &Option<meta::Regex>, c: &mut Option<meta::Cache>| match (r, c) {
+            (Some(r), Some(c)) => r.search_half_with(c, &input).is_some(),
+            _ => false,
+        };
+        if holds(&self.errors, &mut caches.errors) {
+            SalientRank::Error
+        } else if holds(&self.warnings, &mut caches.warnings) {
+            SalientRank::Warning
+        } else {
+            first
+        }
+    }
+
+    /// The ranges of the lines of `text` that match (without their `\n`),
+    /// with their ranks.
+    pub(crate) fn lines<'a>(
+        &'a self,
+        text: &'a [u8],
+        caches: &'a mut Caches,
+    ) -> impl Iterator<Item = (Range<usize>, SalientRank)> + 'a {
+        let mut pos = 0;
+        let mut cur = Cursor::default();
+        std::iter::from_fn(move || {
+            if pos > text.len() {
+                return None;
+            }
+            let (line, pattern) = self.find(text, pos, &mut cur, &mut caches.all)?;
+            pos = line.end + 1;
+            let rank = self.raise(&text[line.clone()], self.ranks[pattern], caches);
+            Some((line, rank))
+        })
+    }
+
+    /// The rank of one line, if it matches.
+    pub(crate) fn line_rank(&self, line: &[u8], caches: &mut Caches) -> Option<SalientRank> {
+        let (_, pattern) = self.find(line, 0, &mut Cursor::default(), &mut caches.all)?;
+        Some(self.raise(line, self.ranks[pattern], caches))
+    }
+}
+
+/// A [`Matcher`]'s search state ([`Matcher::caches`]).
+#[derive(Debug)]
+pub(crate) struct Caches {
+    all: meta::Cache,
+    errors: Option<meta::Cache>,
+    warnings: Option<meta::Cache>,
+}
+
+/// Compiles `patterns` into one multi-line search.
+fn compile(patterns: &[&str]) -> Result<meta::Regex, String> {
+    meta::Regex::builder()
+        .syntax(regex_automata::util::syntax::Config::new().multi_line(true))
+        .build_many(patterns)
+        .map_err(|e| one_line(&e.to_string()))
+}
