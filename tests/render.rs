@@ -1034,59 +1034,81 @@ fn block_matches_raw_lines(
     }
 }
 
+/// An input whose line `fatal` starts at byte `start`: numbered lines
+/// before it (an `ERROR` one every 50 when `others`), `after` lines after.
+fn straddling_log(start: usize, fatal: &str, others: bool, after: usize) -> String {
+    let mut input = String::new();
+    let mut n = 0;
+    while input.len() + 11 <= start - 8 {
+        n += 1;
+        if others && n % 50 == 0 {
+            input.push_str(&format!("ERROR {n:05}\n"));
+        } else {
+            input.push_str(&format!("info {n:05}\n"));
+        }
+    }
+    // A filler line so that the fatal one starts at `start`.
+    let fill = start - input.len() - 1;
+    input.push_str(&"x".repeat(fill));
+    input.push('\n');
+    input.push_str(fatal);
+    input.push('\n');
+    for i in 0..after {
+        if others && i % 50 == 0 {
+            input.push_str(&format!("ERROR {i:05} later\n"));
+        } else {
+            input.push_str(&format!("info {i:05}\n"));
+        }
+    }
+    input
+}
+
 /// An error line that straddles the budget's byte (the head collects that
 /// many rendered bytes, and cuts the line there) is found whole, wherever
-/// it starts around it, with many other errors or alone.
+/// it starts around it, with many other errors or alone; and in an input
+/// just over the budget (1.1x to 2x, rendered whole), it is shown whole,
+/// in the tail or the block, never cut.
 #[test]
 fn an_error_line_across_the_heads_last_byte_is_found_whole() {
     let (_d, store) = temp_store();
     let budget = 32 << 10;
     let fatal = "FATAL: disk on fire, giving up";
+    let s = spiller(&builder(budget), &store);
     for others in [false, true] {
         for start in (budget - 40..=budget + 2).step_by(3) {
-            let mut input = String::new();
-            let mut n = 0;
-            while input.len() + 11 <= start - 8 {
-                n += 1;
-                if others && n % 50 == 0 {
-                    input.push_str(&format!("ERROR {n:05}\n"));
-                } else {
-                    input.push_str(&format!("info {n:05}\n"));
+            for after in [300, 3_000, 20_000] {
+                let input = straddling_log(start, fatal, others, after);
+                let raw: Vec<&str> = input.lines().collect();
+                let fatal_line = raw.iter().position(|l| *l == fatal).unwrap() as u64 + 1;
+                for o in [
+                    s.apply(input.as_bytes()).unwrap(),
+                    apply_chunked(&s, input.as_bytes(), &[4093, 7]),
+                ] {
+                    let what = format!("others {others}, at {start}, {after} after");
+                    assert!(o.spilled, "{what}");
+                    let whole = format!("{fatal_line}:{fatal}");
+                    assert!(
+                        o.content.lines().any(|l| l == fatal || l == whole),
+                        "{what}: {}",
+                        o.content
+                    );
+                    if after == 20_000 {
+                        assert!(
+                            o.salient_lines.contains(&fatal_line),
+                            "{what}: {}",
+                            o.content
+                        );
+                    }
+                    if !o.salient_lines.is_empty() {
+                        block_matches_raw_lines(
+                            &o,
+                            &raw,
+                            |l| l.starts_with("FATAL") || l.starts_with("ERROR"),
+                            |l| l.to_owned(),
+                            &what,
+                        );
+                    }
                 }
-            }
-            // A filler line so that the fatal one starts at `start`.
-            let fill = start - input.len() - 1;
-            input.push_str(&"x".repeat(fill));
-            input.push('\n');
-            input.push_str(fatal);
-            input.push('\n');
-            for i in 0..20_000 {
-                if others && i % 50 == 0 {
-                    input.push_str(&format!("ERROR {i:05} later\n"));
-                } else {
-                    input.push_str(&format!("info {i:05}\n"));
-                }
-            }
-            let raw: Vec<&str> = input.lines().collect();
-            let fatal_line = raw.iter().position(|l| *l == fatal).unwrap() as u64 + 1;
-            let s = spiller(&builder(budget), &store);
-            for o in [
-                s.apply(input.as_bytes()).unwrap(),
-                apply_chunked(&s, input.as_bytes(), &[4093, 7]),
-            ] {
-                let what = format!("others {others}, at {start}");
-                assert!(
-                    o.salient_lines.contains(&fatal_line),
-                    "{what}: {}",
-                    o.content
-                );
-                block_matches_raw_lines(
-                    &o,
-                    &raw,
-                    |l| l.starts_with("FATAL") || l.starts_with("ERROR"),
-                    |l| l.to_owned(),
-                    &what,
-                );
             }
         }
     }
