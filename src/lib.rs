@@ -98,7 +98,7 @@ pub use stage::{FinishError, Spiller, Stage};
 #[cfg(feature = "s3")]
 pub use store::S3Options;
 pub use store::{
-    default_store, ByteRange, ContentId, CorruptObject, DefaultStore, Durability, Encoding,
+    ByteRange, ContentId, CorruptObject, Durability, Encoding,
     GcOptions, GcReport, GrepLine, GrepOptions, GrepPattern, GrepReport, IdError, IdPrefix,
     LineRange, Location, Misplaced, ObjectWriter, PatternError, RangeError, ReadReport, References,
     Selection, SpillSink, SpillWriter, Stats, Store, StoreError, StoreErrorKind, StoredObject,

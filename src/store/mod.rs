@@ -50,7 +50,6 @@
 mod backend;
 #[cfg(feature = "test-seams")]
 mod crash;
-mod default;
 mod format;
 mod grep;
 mod id;
@@ -71,7 +70,6 @@ pub use backend::Location;
 pub(crate) use backend::{Backend, Maintain, Reads};
 #[cfg(feature = "test-seams")]
 pub use crash::{CrashKind, CrashModel};
-pub use default::{default_store, DefaultStore};
 pub use grep::{GrepLine, GrepOptions, GrepPattern, GrepReport, PatternError, MAX_MATCHED_LINE};
 pub use id::{ContentId, IdError, IdPrefix, MIN_PREFIX_DIGITS};
 pub use maintain::{

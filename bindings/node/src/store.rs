@@ -268,7 +268,7 @@ pub fn parse_size(text: String) -> napi::Result<f64> {
         .map_err(|e| errors::coded("ERR_SPILLWAY_INVALID_ARG", e))
 }
 
-/// The store to use when none is named (see `spillway::default_store`).
+/// The store to use when none is named (see `spillway_process::default_store`).
 #[napi(object)]
 pub struct JsDefaultStore {
     /// A directory, or an `s3://` URL from `SPILLWAY_STORE`.
@@ -281,7 +281,7 @@ pub struct JsDefaultStore {
 /// `null` when no variable says where.
 #[napi]
 pub fn default_store() -> Option<JsDefaultStore> {
-    spillway::default_store().map(|d| JsDefaultStore {
+    spillway_process::default_store().map(|d| JsDefaultStore {
         location: d.location,
         chosen: d.chosen,
     })

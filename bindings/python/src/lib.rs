@@ -41,7 +41,7 @@ fn parse_size(py: Python<'_>, text: &str) -> PyResult<u64> {
 /// (`SPILLWAY_STORE`); `None` when no variable says where.
 #[pyfunction]
 fn default_store() -> Option<(String, bool)> {
-    spillway::default_store().map(|d| (d.location, d.chosen))
+    spillway_process::default_store().map(|d| (d.location, d.chosen))
 }
 
 /// A duration as the CLI takes it (`90s`, `15m`, `7d`), in seconds.

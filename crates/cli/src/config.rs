@@ -109,7 +109,7 @@ fn default_config_path() -> Option<PathBuf> {
 /// The built-in store (`SPILLWAY_STORE` was read above, as a layer of its
 /// own): the rule every front end shares.
 fn default_store() -> Result<PathBuf> {
-    spillway::default_store()
+    spillway_process::default_store()
         .map(|d| PathBuf::from(d.location))
         .ok_or_else(|| anyhow!("no store directory: pass --store DIR or set SPILLWAY_STORE"))
 }

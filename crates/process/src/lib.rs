@@ -1,7 +1,9 @@
-//! Process helpers shared by the spillway CLI and the registry's `bash`
-//! tool: start a command with stdout and stderr on one pipe (so the output
-//! keeps the order in which it was written), widen that pipe, and pump it
-//! in large reads.
+//! Process helpers shared by spillway's front ends (the CLI, the registry's
+//! `bash` tool, the language packages): start a command with stdout and
+//! stderr on one pipe (so the output keeps the order in which it was
+//! written), widen that pipe, and pump it in large reads; cancel a wait;
+//! and find the store a front end uses when none is named, from the
+//! process environment (the core reads no setting of its own from it).
 //!
 //! Everything here is safe code over [`rustix`]. Linux gets `pipe2` and
 //! `F_SETPIPE_SZ`; other unix systems get `pipe` plus `FD_CLOEXEC`, and keep
@@ -18,12 +20,14 @@ compile_error!(
 );
 
 mod cancel;
+mod default_store;
 mod holders;
 mod run;
 pub mod stop;
 mod sys;
 
 pub use cancel::{Cancel, WeakCancel};
+pub use default_store::{default_store, DefaultStore};
 pub use run::{run_merged, Finished, RunError, RunOptions, MAX_TIMEOUT};
 
 use std::fs::File;

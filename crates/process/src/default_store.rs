@@ -1,5 +1,7 @@
 //! Where a store is when a harness names none: one rule for the CLI, the
-//! Python package and the Node.js package.
+//! Python package and the Node.js package. It lives here, with the other
+//! things front ends share, because it reads the process environment,
+//! which the core never reads for a setting of its own.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
