@@ -100,7 +100,7 @@ pub use store::S3Options;
 pub use store::{
     ByteRange, ContentId, CorruptObject, Durability, Encoding,
     GcOptions, GcReport, GrepLine, GrepOptions, GrepPattern, GrepReport, IdError, IdPrefix,
-    LineRange, Location, Misplaced, ObjectWriter, PatternError, RangeError, ReadReport, References,
+    LineRange, Location, Misplaced, ObjectWriter, Page, PatternError, RangeError, ReadReport, References,
     Selection, SpillSink, SpillWriter, Stats, Store, StoreError, StoreErrorKind, StoredObject,
     VerifyReport, WriteOptions, DEFAULT_TEMP_GRACE, LAYOUT_VERSION, MAX_MATCHED_LINE,
     MAX_OBJECT_BYTES, MIN_PREFIX_DIGITS, ZSTD_SUFFIX,

@@ -57,6 +57,7 @@ mod maintain;
 mod memory;
 mod object;
 mod op;
+mod page;
 mod pointer;
 mod publish;
 mod read;
@@ -77,6 +78,7 @@ pub use maintain::{
     DEFAULT_TEMP_GRACE,
 };
 pub use object::{Durability, Encoding, StoredObject, WriteOptions};
+pub use page::Page;
 pub use read::{ByteRange, LineRange, RangeError, ReadReport, Selection};
 #[cfg(feature = "s3")]
 pub use remote::S3Options;

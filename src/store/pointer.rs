@@ -40,6 +40,22 @@ impl Store {
         pointer: &JsonPointer,
         out: &mut dyn io::Write,
     ) -> Result<ReadReport, StoreError> {
+        let sel = Selection::Bytes(self.pointer_range(id, pointer)?);
+        self.read_into(id, &sel, out)
+    }
+
+    /// The bytes of the value a JSON Pointer names in an object that holds
+    /// one JSON document (checked against its id, as every read is), for
+    /// a reader that pages it ([`Store::page`]).
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Store::read_pointer`].
+    pub fn pointer_range(
+        &self,
+        id: &ContentId,
+        pointer: &JsonPointer,
+    ) -> Result<ByteRange, StoreError> {
         let mut search = Some(PointerSearch::new(pointer));
         self.scan_good(id, &mut |chunk| match chunk {
             Some(chunk) => {
@@ -67,7 +83,6 @@ impl Store {
                 }
             },
         })?;
-        let sel = Selection::Bytes(ByteRange::with_len(start, end.saturating_sub(start)));
-        self.read_into(id, &sel, out)
+        Ok(ByteRange::with_len(start, end.saturating_sub(start)))
     }
 }

@@ -214,6 +214,8 @@ struct Selector {
     out: Vec<u8>,
     /// Where the selected lines begin in the object.
     line_start: u64,
+    /// Every byte of the selection seen so far, kept or not.
+    selected: u64,
 }
 
 impl Selector {
@@ -224,10 +226,17 @@ impl Selector {
             line: 1,
             out: Vec::new(),
             line_start: 0,
+            selected: 0,
         }
     }
 
     fn feed(&mut self, chunk: &[u8]) {
+        let before = self.out.len();
+        self.select(chunk);
+        self.selected += (self.out.len() - before) as u64;
+    }
+
+    fn select(&mut self, chunk: &[u8]) {
         let start = self.pos;
         self.pos += chunk.len() as u64;
         match self.sel {
@@ -328,17 +337,17 @@ impl Store {
     /// [`StoreError::OutOfRange`] when the selection starts past the end, or
     /// an I/O error.
     pub fn read(&self, id: &ContentId, sel: &Selection) -> Result<Vec<u8>, StoreError> {
-        let first = self.first_pass(id, sel, usize::MAX)?;
+        let first = self.first_pass(id, sel, Hold::All(usize::MAX))?;
         Ok(first.held.unwrap_or_default())
     }
 
-    /// One verifying pass over the object: its size, and the selection when
-    /// it is at most `hold` bytes (`None` when it was more).
-    fn first_pass(
+    /// One verifying pass over the object: its size, and what `hold` keeps
+    /// of the selection.
+    pub(super) fn first_pass(
         &self,
         id: &ContentId,
         sel: &Selection,
-        hold: usize,
+        hold: Hold,
     ) -> Result<FirstPass, StoreError> {
         let mut selector = Selector::new(*sel);
         let mut newlines = 0u64;
@@ -350,9 +359,13 @@ impl Store {
                 last = chunk.last().copied().or(last);
                 if !overflow {
                     selector.feed(chunk);
-                    if selector.out.len() > hold {
-                        overflow = true;
-                        selector.out = Vec::new();
+                    match hold {
+                        Hold::All(most) if selector.out.len() > most => {
+                            overflow = true;
+                            selector.out = Vec::new();
+                        }
+                        Hold::First(most) => selector.out.truncate(most),
+                        _ => {}
                     }
                 }
             }
@@ -374,6 +387,7 @@ impl Store {
         check_range(id, sel, &report)?;
         Ok(FirstPass {
             held: (!overflow).then_some(selector.out),
+            selected: selector.selected,
             report,
             info,
         })
@@ -397,7 +411,9 @@ impl Store {
         out: &mut dyn io::Write,
     ) -> Result<ReadReport, StoreError> {
         const HOLD: usize = 8 << 20;
-        let FirstPass { held, report, info } = self.first_pass(id, sel, HOLD)?;
+        let FirstPass {
+            held, report, info, ..
+        } = self.first_pass(id, sel, Hold::All(HOLD))?;
         let write_err = |e: io::Error| StoreError::Io {
             op: "write output",
             path: PathBuf::from("-"),
@@ -694,10 +710,22 @@ fn hash_mapped(
     })
 }
 
+/// What a verifying pass keeps of the selection.
+#[derive(Clone, Copy)]
+pub(super) enum Hold {
+    /// All of it when it is at most this many bytes, else none of it.
+    All(usize),
+    /// Its first bytes, at most this many.
+    First(usize),
+}
+
 /// What the verifying pass found.
-struct FirstPass {
-    held: Option<Vec<u8>>,
-    report: ReadReport,
+pub(super) struct FirstPass {
+    /// What [`Hold`] kept of the selection (`None`: it was too long).
+    pub(super) held: Option<Vec<u8>>,
+    /// The selection's length in bytes, kept or not.
+    pub(super) selected: u64,
+    pub(super) report: ReadReport,
     info: StoredObject,
 }
 

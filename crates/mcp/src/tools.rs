@@ -93,9 +93,10 @@ pub(crate) fn tool_result(text: String, is_error: bool) -> Value {
 pub(crate) const SCHEME: &str = "spillway://";
 
 /// `resources/read` of `spillway://<id or prefix>[?bytes=A:B]`: at most
-/// `page` bytes of the object from byte A (0 when not given), as text when
-/// they are UTF-8 (cut back to a character boundary), else as a base64
-/// blob. When the object holds more, a second content item names the URI
+/// `page` bytes of the object from byte A (0 when not given), read as
+/// [`Store::page`] pages it: as text up to the first byte that is not
+/// UTF-8 (never a character cut), and a page that starts with such bytes
+/// as a base64 blob. When the object holds more, a second content item names the URI
 /// of the next page (also in `_meta`, as `spillway/next`): the pages put
 /// together are the object, no byte skipped or repeated.
 pub(crate) fn read_resource(store: &Store, uri: &str, page: usize) -> Result<Value, String> {
@@ -123,50 +124,32 @@ pub(crate) fn read_resource(store: &Store, uri: &str, page: usize) -> Result<Val
         }
     };
     // Room for the note that names the next page.
-    let page = page.saturating_sub(NOTE_ROOM).max(MIN_PAGE) as u64;
-    let start = range.start();
-    let want_end = range.end().map_or(start.saturating_add(page), |e| {
-        e.min(start.saturating_add(page))
-    });
-    let sel = Selection::Bytes(ByteRange::with_len(start, want_end - start));
-    let mut data = Vec::new();
-    let report = store
-        .read_into(&id, &sel, &mut data)
+    let budget = page.saturating_sub(NOTE_ROOM).max(MIN_PAGE);
+    let page = store
+        .page(&id, &Selection::Bytes(range), budget)
         .map_err(|e| e.to_string())?;
-    if range.start() > report.bytes {
-        return Err(format!(
-            "byte {} is past the end of the object ({} bytes)",
-            range.start(),
-            report.bytes
-        ));
-    }
-    let asked_end = range.end().map_or(report.bytes, |e| e.min(report.bytes));
     // Text pages end at a character boundary; a page of bytes that are
-    // not UTF-8 goes as a blob, whole.
-    let (content, shown) = match std::str::from_utf8(&data) {
+    // not UTF-8 goes as a blob.
+    let (content, shown) = match std::str::from_utf8(&page.data) {
         Ok(text) => (
             json!({"uri": uri, "mimeType": "text/plain", "text": text}),
-            data.len(),
+            page.data.len(),
         ),
-        Err(e) if e.error_len().is_none() && e.valid_up_to() > 0 => {
+        Err(e) if e.valid_up_to() > 0 => {
             let n = e.valid_up_to();
-            let text = std::str::from_utf8(&data[..n]).unwrap_or_default();
+            let text = std::str::from_utf8(&page.data[..n]).unwrap_or_default();
             (
                 json!({"uri": uri, "mimeType": "text/plain", "text": text}),
                 n,
             )
         }
-        Err(_) => {
-            // Base64 takes 4 bytes for 3.
-            let n = data.len().min(page as usize / 4 * 3);
-            (
-                json!({"uri": uri, "mimeType": "application/octet-stream", "blob": base64(&data[..n])}),
-                n,
-            )
-        }
+        Err(_) => (
+            json!({"uri": uri, "mimeType": "application/octet-stream", "blob": base64(&page.data)}),
+            page.data.len(),
+        ),
     };
     let next = range.start() + shown as u64;
-    if next >= asked_end {
+    if shown == page.data.len() && page.next.is_none() {
         return Ok(json!({"contents": [content]}));
     }
     let to = range.end().map_or(String::new(), |e| e.to_string());
@@ -174,7 +157,7 @@ pub(crate) fn read_resource(store: &Store, uri: &str, page: usize) -> Result<Val
     let note = format!(
         "[spillway: bytes {}-{next} of {} shown; the next page is {next_uri}]",
         range.start(),
-        report.bytes
+        page.object_bytes
     );
     Ok(json!({
         "contents": [content, {"uri": next_uri, "mimeType": "text/plain", "text": note}],

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::{Block, Cx, Rendered, Tool, ToolError};
 use spillway::{
-    ByteRange, ContentId, GrepOptions, GrepPattern, IdPrefix, LineRange, Selection, Store,
+    ByteRange, ContentId, GrepOptions, GrepPattern, IdPrefix, LineRange, Page, Selection, Store,
 };
 use spillway_process::{run_merged, RunOptions, MAX_TIMEOUT};
 
@@ -225,92 +225,69 @@ impl SpillRead {
         let id = object_id(store, id_text)?;
         let lines = args.get("lines").and_then(Value::as_str);
         let bytes = args.get("bytes").and_then(Value::as_str);
-        let mut data = Vec::new();
-        if let Some(p) = args.get("pointer").and_then(Value::as_str) {
-            if lines.is_some() || bytes.is_some() {
-                return Err(bad("give `pointer`, `lines` or `bytes`, one of them".into()));
+        let sel = match (args.get("pointer").and_then(Value::as_str), lines, bytes) {
+            (Some(p), None, None) => {
+                let pointer: spillway::JsonPointer = p
+                    .parse()
+                    .map_err(|e: spillway::PointerError| bad(e.to_string()))?;
+                // Past the budget it reads on as a byte range of the object.
+                let range = store
+                    .pointer_range(&id, &pointer)
+                    .map_err(|e| ToolError::Failed(e.to_string()))?;
+                Selection::Bytes(range)
             }
-            let pointer: spillway::JsonPointer = p
-                .parse()
-                .map_err(|e: spillway::PointerError| bad(e.to_string()))?;
-            let report = store
-                .read_pointer(&id, &pointer, &mut data)
-                .map_err(|e| ToolError::Failed(e.to_string()))?;
-            // Past the budget it reads on as a byte range of the object.
-            let sel = Selection::Bytes(ByteRange::with_len(report.start, data.len() as u64));
-            return Ok(page(budget, data, sel, report.start));
-        }
-        let sel = match (lines, bytes) {
-            (Some(l), None) => {
+            (Some(_), _, _) => {
+                return Err(bad("give `pointer`, `lines` or `bytes`, one of them".into()))
+            }
+            (None, Some(l), None) => {
                 Selection::Lines(l.parse::<LineRange>().map_err(|e| bad(e.to_string()))?)
             }
-            (None, Some(b)) => {
+            (None, None, Some(b)) => {
                 Selection::Bytes(b.parse::<ByteRange>().map_err(|e| bad(e.to_string()))?)
             }
-            (None, None) => Selection::All,
-            (Some(_), Some(_)) => return Err(bad("give `lines` or `bytes`, not both".into())),
+            (None, None, None) => Selection::All,
+            (None, Some(_), Some(_)) => {
+                return Err(bad("give `lines` or `bytes`, not both".into()))
+            }
         };
-        let report = store
-            .read_into(&id, &sel, &mut data)
+        let page = store
+            .page(&id, &sel, budget.saturating_sub(NOTE_ROOM))
             .map_err(|e| ToolError::Failed(e.to_string()))?;
-        Ok(page(budget, data, sel, report.start))
+        Ok(page_text(&page, &sel))
     }
 }
 
-/// What `spill_read` shows of `data` (the selection `sel`, which starts at
-/// byte `start` of the object): all of it, or what fits and the exact
-/// continuation.
-fn page(budget: usize, data: Vec<u8>, sel: Selection, start: u64) -> String {
-    let budget = budget.saturating_sub(NOTE_ROOM);
-    let fit = fit_lossy(&data, budget);
-    if fit == data.len() {
-        return String::from_utf8_lossy(&data).into_owned();
-    }
-    // Every continuation is an exact offset into the raw object: what is
-    // shown plus what the note points at is the selection, no byte
-    // skipped or repeated.
-    let end = start + data.len() as u64;
-    let whole_lines = match sel {
-        Selection::Bytes(_) => None,
-        _ => memchr::memrchr(b'\n', &data[..fit]).map(|i| i + 1),
+/// What `spill_read` shows of a page: its text and, when the selection
+/// goes on, the exact continuation in the tool's own arguments.
+fn page_text(page: &Page, asked: &Selection) -> String {
+    let text = page.text();
+    let Some(next) = page.next else {
+        return text.into_owned();
     };
-    let (shown, note) = match (sel, whole_lines) {
-        (Selection::Bytes(r), _) => {
-            let next = r.start() + fit as u64;
-            let to = r.end().map_or(String::new(), |e| e.to_string());
-            (
-                fit,
+    let note = match (page.shown, next) {
+        (Selection::Lines(shown), Selection::Lines(next)) => format!(
+            "[spill_read: showing lines {}-{}; continue with lines=\"{}:{}\"]",
+            shown.first(),
+            shown.last().unwrap_or(shown.first()),
+            next.first(),
+            next.last().map_or(String::new(), |l| l.to_string())
+        ),
+        (Selection::Bytes(shown), Selection::Bytes(next)) => {
+            let to = next.end().map_or(String::new(), |e| e.to_string());
+            let end = shown.end().unwrap_or(next.start());
+            if page.is_long_line(asked) {
+                format!("\n[spill_read: a line longer than the budget; showing bytes {}-{end}; continue with bytes=\"{}:{to}\"]", shown.start(), next.start())
+            } else {
                 format!(
-                    "\n[spill_read: showing bytes {}-{}; continue with bytes=\"{next}:{to}\"]",
-                    r.start(),
-                    next
-                ),
-            )
+                    "\n[spill_read: showing bytes {}-{end}; continue with bytes=\"{}:{to}\"]",
+                    shown.start(),
+                    next.start()
+                )
+            }
         }
-        (_, Some(cut)) => {
-            let first = match sel {
-                Selection::Lines(r) => r.first(),
-                _ => 1,
-            };
-            let next = first + memchr::memchr_iter(b'\n', &data[..cut]).count() as u64;
-            let to = match sel {
-                Selection::Lines(r) => r.last().map_or(String::new(), |l| l.to_string()),
-                _ => String::new(),
-            };
-            (
-                cut,
-                format!(
-                    "[spill_read: showing lines {first}-{}; continue with lines=\"{next}:{to}\"]",
-                    next - 1
-                ),
-            )
-        }
-        (_, None) => {
-            let next = start + fit as u64;
-            (fit, format!("\n[spill_read: a line longer than the budget; showing bytes {start}-{next}; continue with bytes=\"{next}:{end}\"]"))
-        }
+        _ => String::new(),
     };
-    format!("{}{note}", String::from_utf8_lossy(&data[..shown]))
+    format!("{text}{note}")
 }
 
 /// An id as a call gives it: whole, or a prefix resolved in the store.
@@ -439,55 +416,5 @@ impl SpillGrep {
             ));
         }
         Ok(text)
-    }
-}
-
-/// The longest prefix of `data`, in raw bytes, whose lossy decoding (each
-/// invalid sequence shown as U+FFFD, 3 bytes) fits in `budget` bytes; it
-/// never ends inside a valid character.
-fn fit_lossy(data: &[u8], budget: usize) -> usize {
-    let (mut shown, mut raw) = (0, 0);
-    for chunk in data.utf8_chunks() {
-        let valid = chunk.valid();
-        if shown + valid.len() > budget {
-            let mut cut = budget - shown;
-            while !valid.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            return raw + cut;
-        }
-        shown += valid.len();
-        raw += valid.len();
-        let bad = chunk.invalid();
-        if !bad.is_empty() {
-            if shown + '\u{FFFD}'.len_utf8() > budget {
-                return raw;
-            }
-            shown += '\u{FFFD}'.len_utf8();
-            raw += bad.len();
-        }
-    }
-    raw
-}
-
-#[cfg(test)]
-mod tests {
-    use super::fit_lossy;
-
-    #[test]
-    fn fit_lossy_counts_replacements_and_never_splits_a_character() {
-        assert_eq!(fit_lossy(b"abc", 10), 3);
-        assert_eq!(fit_lossy(b"abc", 2), 2);
-        // Each invalid byte shows as 3 bytes.
-        assert_eq!(fit_lossy(&[0xFF; 10], 9), 3);
-        assert_eq!(fit_lossy(&[0xFF; 10], 10), 3);
-        // A 4-byte character is never split.
-        assert_eq!(fit_lossy("a😀b".as_bytes(), 4), 1);
-        assert_eq!(fit_lossy("a😀b".as_bytes(), 5), 5);
-        for budget in 0..40 {
-            let data = [b"ok \xFF\xFE ".as_slice(), "é😀".as_bytes(), b"\xF0\x9F"].concat();
-            let n = fit_lossy(&data, budget);
-            assert!(String::from_utf8_lossy(&data[..n]).len() <= budget);
-        }
     }
 }
