@@ -71,6 +71,7 @@ mod storing;
 // `unsafe` (each block says why it is sound).
 #[allow(unsafe_code)]
 mod sys;
+mod threads;
 mod tokens;
 mod units;
 
@@ -90,6 +91,7 @@ pub use salient::{
     SalientError, SalientPattern, SalientPatterns, SalientRank, DEFAULT_SALIENT,
     DEFAULT_SALIENT_PERCENT,
 };
+pub use threads::Parallelism;
 pub use tokens::Tokenizer;
 
 pub use outcome::{ContentFormat, Outcome, StoreFailure, TokenCount};
@@ -98,12 +100,12 @@ pub use stage::{FinishError, Spiller, Stage};
 #[cfg(feature = "s3")]
 pub use store::S3Options;
 pub use store::{
-    ByteRange, ContentId, CorruptObject, Durability, Encoding,
-    GcOptions, GcReport, GrepLine, GrepOptions, GrepPattern, GrepReport, IdError, IdPrefix,
-    LineRange, Location, Misplaced, ObjectWriter, Page, PatternError, RangeError, ReadReport, References,
-    Selection, SpillSink, SpillWriter, Stats, Store, StoreError, StoreErrorKind, StoredObject,
-    VerifyReport, WriteOptions, DEFAULT_TEMP_GRACE, LAYOUT_VERSION, MAX_MATCHED_LINE,
-    MAX_OBJECT_BYTES, MIN_PREFIX_DIGITS, ZSTD_SUFFIX,
+    ByteRange, ContentId, CorruptObject, Durability, Encoding, GcOptions, GcReport, GrepLine,
+    GrepOptions, GrepPattern, GrepReport, IdError, IdPrefix, LineRange, Location, Misplaced,
+    ObjectWriter, Page, PatternError, RangeError, ReadReport, References, Selection, SpillSink,
+    SpillWriter, Stats, Store, StoreError, StoreErrorKind, StoredObject, VerifyReport,
+    WriteOptions, DEFAULT_TEMP_GRACE, LAYOUT_VERSION, MAX_MATCHED_LINE, MAX_OBJECT_BYTES,
+    MIN_PREFIX_DIGITS, ZSTD_SUFFIX,
 };
 /// The store's test seams: fault injection and the crash model (the
 /// `test-seams` feature; not public API).

@@ -5,10 +5,13 @@
 //! The consumer sees exactly the bytes it would see on the stage's thread,
 //! in order, so its result is the same. Memory stays bounded: at most
 //! [`QUEUED`] chunks of [`CHUNK`] bytes wait for it, and their buffers come
-//! back to be reused. A consumer that cannot get a thread stays here.
+//! back to be reused. A consumer that gets no thread (none in the store's
+//! budget, or none from the system) stays here. The threads come from
+//! [`crate::threads`], as every thread of the core does.
 
 use std::sync::mpsc::{self, Receiver, SyncSender};
-use std::thread::JoinHandle;
+
+use crate::threads::{self, Joined, Parallelism};
 
 /// What takes a stream's bytes in order.
 pub(crate) trait Feed: Send + 'static {
@@ -81,15 +84,15 @@ impl Chunks {
 pub(crate) struct Remote<T> {
     tx: SyncSender<Vec<u8>>,
     chunks: Chunks,
-    handle: JoinHandle<T>,
+    thread: Joined<T>,
 }
 
 impl<T: Feed> Offload<T> {
     /// Feeds `data`; `fed` bytes came before it. Past [`THREAD_AFTER`] the
-    /// consumer moves to a thread first.
-    pub(crate) fn feed(self, data: &[u8], fed: u64) -> Self {
+    /// consumer moves to a thread from `budget` first.
+    pub(crate) fn feed(self, data: &[u8], fed: u64, budget: &Parallelism) -> Self {
         let mut this = match self {
-            Offload::Here(t) if fed >= THREAD_AFTER => match Remote::start(t) {
+            Offload::Here(t) if fed >= THREAD_AFTER => match Remote::start(t, budget) {
                 Ok(r) => Offload::Thread(r),
                 Err(t) => Offload::Here(t),
             },
@@ -112,36 +115,23 @@ impl<T: Feed> Offload<T> {
 }
 
 impl<T: Feed> Remote<T> {
-    /// Starts a thread for `consumer`; hands it back if none can be started.
-    fn start(consumer: T) -> Result<Remote<T>, T> {
+    /// Starts a thread for `consumer`; hands it back if none can be had.
+    fn start(consumer: T, budget: &Parallelism) -> Result<Remote<T>, T> {
         let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(QUEUED);
         let (back_tx, back) = mpsc::channel::<Vec<u8>>();
-        // The consumer goes over a channel too, so that it is still here
-        // when the thread cannot be started.
-        let (give, take) = mpsc::channel::<T>();
-        let spawned = std::thread::Builder::new()
-            .name("spillway-feed".into())
-            .spawn(move || {
-                let Ok(mut consumer) = take.recv() else {
-                    unreachable!("a started thread is given its consumer")
-                };
-                for buf in rx {
-                    consumer.feed(&buf);
-                    // The stage may be gone: the buffer is then freed.
-                    let _ = back_tx.send(buf);
-                }
-                consumer
-            });
-        let Ok(handle) = spawned else {
-            return Err(consumer);
+        let work = move |mut consumer: T| {
+            for buf in rx {
+                consumer.feed(&buf);
+                // The stage may be gone: the buffer is then freed.
+                let _ = back_tx.send(buf);
+            }
+            consumer
         };
-        if let Err(mpsc::SendError(consumer)) = give.send(consumer) {
-            return Err(consumer);
-        }
+        let thread = threads::start(budget, "spillway-feed", consumer, work)?;
         Ok(Remote {
             tx,
             chunks: Chunks::new(back),
-            handle,
+            thread,
         })
     }
 
@@ -164,12 +154,10 @@ impl<T: Feed> Remote<T> {
 
     fn finish(mut self) -> T {
         self.hand_over();
-        let Remote { tx, handle, .. } = self;
+        let Remote { tx, thread, .. } = self;
         // Closing the channel ends the thread's loop.
         drop(tx);
-        handle
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        thread.join()
     }
 }
 
@@ -190,16 +178,18 @@ mod tests {
     #[test]
     fn a_consumer_on_a_thread_sees_every_byte_in_order() {
         let input: Vec<u8> = (0..(5u32 << 20) + 12345).map(|i| (i % 251) as u8).collect();
-        for piece in [1000, 256 << 10, 3 << 20] {
+        // With a thread in the budget, and with none (the one fallback).
+        for (piece, threads) in [(1000, 1), (256 << 10, 1), (3 << 20, 1), (256 << 10, 0)] {
+            let budget = Parallelism::new(threads);
             let mut o = Offload::Here(Digest(blake3::Hasher::new(), 0));
             let mut fed = 0u64;
             let mut moved = false;
             for p in input.chunks(piece) {
-                o = o.feed(p, fed);
+                o = o.feed(p, fed, &budget);
                 fed += p.len() as u64;
                 moved |= matches!(o, Offload::Thread(_));
             }
-            assert!(moved, "pieces of {piece}: never moved");
+            assert_eq!(moved, threads > 0, "pieces of {piece}, {threads} thread(s)");
             let d = o.into_inner();
             assert_eq!(d.1, input.len() as u64);
             assert_eq!(d.0.finalize(), blake3::hash(&input), "pieces of {piece}");
@@ -209,7 +199,7 @@ mod tests {
     #[test]
     fn a_short_stream_stays_here() {
         let mut o = Offload::Here(Digest(blake3::Hasher::new(), 0));
-        o = o.feed(b"short", 0);
+        o = o.feed(b"short", 0, &Parallelism::new(1));
         assert!(matches!(o, Offload::Here(_)));
         assert_eq!(o.into_inner().1, 5);
     }

@@ -13,6 +13,7 @@ use crate::preview::{self, TAIL_CONTEXT};
 use crate::render::{self, Parts, Render, Renderer};
 use crate::store::{Store, StoreError, StoredObject};
 use crate::storing::Storing;
+use crate::threads::Parallelism;
 
 /// A policy bound to a store, checked once; makes [`Stage`]s.
 ///
@@ -139,17 +140,14 @@ impl Spiller {
             .min(usize::try_from(policy.max_spill_bytes()).unwrap_or(usize::MAX))];
         let opts = policy.write_options();
         std::thread::scope(|s| {
-            let put = std::thread::Builder::new()
-                .name("spillway-put".into())
-                .spawn_scoped(s, || self.store.put_whole(kept, opts));
+            let put = crate::threads::scoped(s, self.store.parallelism(), "spillway-put", || {
+                self.store.put_whole(kept, opts)
+            });
             let mut stage = self.stage();
             stage.store_elsewhere = put.is_ok();
             stage.feed(input);
             match put {
-                Ok(h) => {
-                    let stored = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-                    stage.finish_with(Some(stored))
-                }
+                Ok(h) => stage.finish_with(Some(h.join())),
                 // No thread to be had: stored as it streamed.
                 Err(_) => stage.finish(),
             }
@@ -271,6 +269,8 @@ struct Spilling {
     json: Option<Offload<JsonStage>>,
     /// The terminal renderer, when the policy renders.
     render: Option<Renderer>,
+    /// Where the JSON preview's thread comes from.
+    budget: Parallelism,
 }
 
 impl Spilling {
@@ -279,7 +279,7 @@ impl Spilling {
     fn feed(&mut self, chunk: &[u8]) {
         self.tail.push(chunk);
         if let Some(j) = self.json.take() {
-            self.json = Some(j.feed(chunk, self.measure.bytes()));
+            self.json = Some(j.feed(chunk, self.measure.bytes(), &self.budget));
         }
         for piece in chunk.chunks(PIECE) {
             self.feed_piece(piece);
@@ -415,7 +415,14 @@ impl Stage {
             stored: 0,
             max_stored: policy.max_spill_bytes(),
             json: (policy.format() != Format::Text).then(|| Offload::Here(JsonStage::new(cap))),
-            render: terminal.then(|| Renderer::new(cap, policy.salient().matcher())),
+            budget: self.spiller.store.parallelism().clone(),
+            render: terminal.then(|| {
+                Renderer::new(
+                    cap,
+                    policy.salient().matcher(),
+                    self.spiller.store.parallelism().clone(),
+                )
+            }),
         };
         sp.feed(&self.head);
         sp.feed(&data[take..]);

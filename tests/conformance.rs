@@ -10,6 +10,9 @@
 //! object where that backend keeps it, and runs as a test of its own per
 //! backend (`local::…`, `memory::…`, `s3::…`). The crash model applies to the local
 //! backend only and has its own suite (`tests/crash.rs`).
+// Tests start threads of their own to drive the library; the rule that
+// threads come from its thread budget is the library's.
+#![allow(clippy::disallowed_methods)]
 
 mod support;
 

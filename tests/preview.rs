@@ -337,3 +337,55 @@ fn hazards_at_every_position_around_the_cuts() {
         assert_eq!(observed(&o), expected(&input, &policy, &store));
     }
 }
+
+/// A store's thread budget changes where the work runs, never what it
+/// gives: a large build log and a large JSON document, applied whole and
+/// streamed, under budgets of 0 (everything on the caller's thread) to 8
+/// threads, give one outcome; and every thread is joined by the end (the
+/// budget is whole again).
+#[test]
+fn the_thread_budget_changes_where_work_runs_never_what_it_gives() {
+    use spillway::{Format, Parallelism, Policy, Store};
+    let mut log = Vec::new();
+    for i in 0..120_000 {
+        let line = match i % 97 {
+            5 => format!("src/m{i}.rs:{i}: error[E0308]: mismatched types\n"),
+            9 => format!("warning: unused `x{i}`\n"),
+            _ => format!("   Compiling crate-{} v0.{}.0\n", i % 31, i % 7),
+        };
+        log.extend_from_slice(line.as_bytes());
+    }
+    let mut json = b"[".to_vec();
+    for i in 0..60_000 {
+        json.extend_from_slice(
+            format!("{{\"id\":{i},\"name\":\"n{i}\",\"tags\":[1,2,3]}},").as_bytes(),
+        );
+    }
+    json.extend_from_slice(b"0]");
+    for (input, format) in [(&log, Format::Text), (&json, Format::Json)] {
+        let policy = Policy::builder().format(format).build().unwrap();
+        let mut seen = None;
+        for threads in [0, 1, 2, 8] {
+            let budget = Parallelism::new(threads);
+            let store = Store::in_memory().with_parallelism(budget.clone());
+            let spiller = Spiller::new(policy.clone(), store).unwrap();
+            let whole = spiller.apply(input).unwrap();
+            let mut stage = spiller.stage();
+            for piece in input.chunks(300_001) {
+                stage.feed(piece);
+            }
+            let streamed = stage.finish().unwrap();
+            assert_eq!(whole.content, streamed.content, "{threads} threads");
+            assert_eq!(budget.free(), threads, "{threads} threads: all joined");
+            match &seen {
+                None => seen = Some(whole.content.clone()),
+                Some(first) => assert_eq!(&whole.content, first, "{threads} threads"),
+            }
+            let spill = whole.spill.expect("spilled");
+            assert_eq!(
+                spiller.store().read(&spill.id, &Selection::All).unwrap(),
+                *input
+            );
+        }
+    }
+}

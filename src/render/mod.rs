@@ -21,6 +21,7 @@ use terminal::Terminal;
 use worker::Scan;
 
 use crate::salient::{Candidate, Matcher};
+use crate::threads::Parallelism;
 
 /// What the model-facing text is made of.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -78,15 +79,18 @@ pub(crate) struct Renderer {
     head: Collector,
     scan: Option<Scan>,
     fed: u64,
+    /// Where the scan's thread comes from.
+    budget: Parallelism,
 }
 
 impl Renderer {
-    pub(crate) fn new(cap: usize, matcher: Option<Matcher>) -> Renderer {
+    pub(crate) fn new(cap: usize, matcher: Option<Matcher>, budget: Parallelism) -> Renderer {
         Renderer {
             terminal: Some(Terminal::new()),
             head: Collector::new(cap),
             scan: matcher.map(|m| Scan::Here(Box::new(RawScan::new(m, raw_window(cap) as u64)))),
             fed: 0,
+            budget,
         }
     }
 
@@ -103,7 +107,7 @@ impl Renderer {
             }
         }
         if let Some(s) = self.scan.take() {
-            let mut s = s.maybe_move(self.fed);
+            let mut s = s.maybe_move(self.fed, &self.budget);
             s.feed(data);
             self.scan = Some(s);
         }
@@ -118,6 +122,7 @@ impl Renderer {
             mut head,
             scan,
             fed,
+            ..
         } = self;
         if let Some(t) = terminal {
             t.finish(&mut head);
@@ -204,7 +209,7 @@ impl Renderer {
 
 /// Renders a whole buffer.
 pub(crate) fn render_all(input: &[u8], cap: usize, matcher: Option<Matcher>) -> Parts {
-    let mut r = Renderer::new(cap, matcher);
+    let mut r = Renderer::new(cap, matcher, Parallelism::process());
     r.feed(input);
     let newlines = bytecount::count(input, b'\n') as u64;
     r.finish(input, newlines)

@@ -17,10 +17,10 @@
 //! over as it is and scanned on the thread).
 
 use std::sync::mpsc::{self, SyncSender, TrySendError};
-use std::thread::JoinHandle;
 
 use super::middle::{Finder, Finds, RawScan};
 use crate::offload::{Chunks, QUEUED, THREAD_AFTER};
+use crate::threads::{self, Joined, Parallelism};
 
 enum Msg {
     /// Bytes to scan, and their matched lines if they were found already.
@@ -49,11 +49,11 @@ impl Scan {
         }
     }
 
-    /// The scan moved to a thread of its own, once `fed` bytes have been
-    /// scanned here (it stays here if no thread can be started).
-    pub(crate) fn maybe_move(self, fed: u64) -> Scan {
+    /// The scan moved to a thread of its own from `budget`, once `fed`
+    /// bytes have been scanned here (it stays here if it gets no thread).
+    pub(crate) fn maybe_move(self, fed: u64, budget: &Parallelism) -> Scan {
         match self {
-            Scan::Here(s) if fed >= THREAD_AFTER => match Worker::start(s) {
+            Scan::Here(s) if fed >= THREAD_AFTER => match Worker::start(s, budget) {
                 Ok(w) => Scan::Worker(w),
                 Err(s) => Scan::Here(s),
             },
@@ -82,48 +82,39 @@ pub(crate) struct Worker {
     /// Whether every chunk's lines are found here, as when the scan is
     /// always behind (for tests).
     always_here: bool,
-    handle: JoinHandle<Option<Box<RawScan>>>,
+    thread: Joined<Box<RawScan>>,
 }
 
 impl Worker {
-    /// Starts a thread for `scan`; hands it back if none can be started.
-    fn start(scan: Box<RawScan>) -> Result<Box<Worker>, Box<RawScan>> {
+    /// Starts a thread for `scan`; hands it back if it gets none.
+    fn start(scan: Box<RawScan>, budget: &Parallelism) -> Result<Box<Worker>, Box<RawScan>> {
         let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUED);
         let (back_tx, back) = mpsc::channel::<Vec<u8>>();
-        // The scan goes over a channel too, so that it is still here when
-        // the thread cannot be started.
-        let (scan_tx, scan_rx) = mpsc::channel::<Box<RawScan>>();
-        let spawned = std::thread::Builder::new()
-            .name("spillway-scan".into())
-            .spawn(move || {
-                let mut scan = scan_rx.recv().ok()?;
-                for msg in rx {
-                    match msg {
-                        Msg::Data(buf, finds) => {
-                            match finds {
-                                Some(finds) => scan.feed_found(&buf, &finds),
-                                None => scan.feed(&buf),
-                            }
-                            // The stage may be gone: the buffer is then freed.
-                            let _ = back_tx.send(buf);
-                        }
-                        Msg::HeadEnd(raw) => scan.set_head_end(raw),
-                    }
-                }
-                Some(scan)
-            });
-        let Ok(handle) = spawned else {
-            return Err(scan);
-        };
         let (starts_line, finder) = (scan.at_line_start(), scan.finder());
-        scan_tx.send(scan).map_err(|mpsc::SendError(scan)| scan)?;
+        let work = move |mut scan: Box<RawScan>| {
+            for msg in rx {
+                match msg {
+                    Msg::Data(buf, finds) => {
+                        match finds {
+                            Some(finds) => scan.feed_found(&buf, &finds),
+                            None => scan.feed(&buf),
+                        }
+                        // The stage may be gone: the buffer is then freed.
+                        let _ = back_tx.send(buf);
+                    }
+                    Msg::HeadEnd(raw) => scan.set_head_end(raw),
+                }
+            }
+            scan
+        };
+        let thread = threads::start(budget, "spillway-scan", scan, work)?;
         Ok(Box::new(Worker {
             tx,
             chunks: Chunks::new(back),
             starts_line,
             finder,
             always_here: false,
-            handle,
+            thread,
         }))
     }
 
@@ -180,15 +171,10 @@ impl Worker {
 
     fn finish(mut self: Box<Self>) -> Box<RawScan> {
         self.hand_over(true);
-        let Worker { tx, handle, .. } = *self;
+        let Worker { tx, thread, .. } = *self;
         // Closing the channel ends the thread's loop.
         drop(tx);
-        match handle.join() {
-            Ok(Some(scan)) => scan,
-            Err(panic) => std::panic::resume_unwind(panic),
-            // `start` hands the scan over before it returns a worker.
-            Ok(None) => unreachable!("a started worker has its scan"),
-        }
+        thread.join()
     }
 }
 
@@ -277,7 +263,10 @@ mod tests {
             (256 << 10, true),
             (3 << 20, false),
         ] {
-            let moved = match Worker::start(Box::new(RawScan::new(matcher.clone(), 70_000))) {
+            let moved = match Worker::start(
+                Box::new(RawScan::new(matcher.clone(), 70_000)),
+                &Parallelism::new(1),
+            ) {
                 Ok(mut w) => {
                     w.always_here = always_here;
                     Scan::Worker(w)
@@ -292,10 +281,16 @@ mod tests {
     #[test]
     fn a_scan_moves_only_past_its_threshold() {
         let matcher = SalientPatterns::default().matcher().unwrap();
-        let s = Scan::Here(Box::new(RawScan::new(matcher, 1000))).maybe_move(THREAD_AFTER - 1);
+        let budget = Parallelism::new(1);
+        let s =
+            Scan::Here(Box::new(RawScan::new(matcher, 1000))).maybe_move(THREAD_AFTER - 1, &budget);
         assert!(matches!(s, Scan::Here(_)));
-        let s = s.maybe_move(THREAD_AFTER);
+        // Without a thread in the budget it stays.
+        let s = s.maybe_move(THREAD_AFTER, &Parallelism::new(0));
+        assert!(matches!(s, Scan::Here(_)));
+        let s = s.maybe_move(THREAD_AFTER, &budget);
         assert!(matches!(s, Scan::Worker(_)));
+        assert_eq!(budget.free(), 0);
         // Nothing fed: nothing found, and the thread gives its scan back.
         let m = s
             .into_scan()

@@ -66,13 +66,14 @@ impl ContentId {
         ContentId(*blake3::hash(bytes).as_bytes())
     }
 
-    /// The id of `bytes` hashed on two threads (the same id as
-    /// [`of`](Self::of)), for a caller with nothing else to do meanwhile.
-    pub(crate) fn of_parallel(bytes: &[u8]) -> Self {
-        Self::of_split(bytes, crate::offload::THREAD_AFTER as usize)
+    /// The id of `bytes` hashed on two threads when `budget` gives a
+    /// second one (the same id as [`of`](Self::of)), for a caller with
+    /// nothing else to do meanwhile.
+    pub(crate) fn of_parallel(bytes: &[u8], budget: &crate::Parallelism) -> Self {
+        Self::of_split(bytes, crate::offload::THREAD_AFTER as usize, budget)
     }
 
-    fn of_split(bytes: &[u8], from: usize) -> Self {
+    fn of_split(bytes: &[u8], from: usize, budget: &crate::Parallelism) -> Self {
         use blake3::hazmat::{merge_subtrees_non_root, merge_subtrees_root, HasherExt, Mode};
         if bytes.len() < from.max(2 * blake3::CHUNK_LEN) {
             return Self::of(bytes);
@@ -103,15 +104,12 @@ impl ContentId {
             }
         };
         let (a, (b, c)) = std::thread::scope(|s| {
-            let first = std::thread::Builder::new().spawn_scoped(s, || cv(one, 0));
+            let first = crate::threads::scoped(s, budget, "spillway-hash", || cv(one, 0));
             let rest = other();
             match first {
-                Ok(h) => (
-                    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                    rest,
-                ),
+                Ok(h) => (h.join(), rest),
                 // No thread to be had: hashed here.
-                Err(_) => (cv(one, 0), rest),
+                Err(work) => (work(), rest),
             }
         });
         let hash = match c {
@@ -294,16 +292,22 @@ mod tests {
             33 * chunk + 7,
             bytes.len(),
         ];
-        for len in lens {
-            let part = &bytes[..len];
+        // With a second thread and without one (the fallback): one id.
+        for budget in [crate::Parallelism::new(1), crate::Parallelism::new(0)] {
+            for len in lens {
+                let part = &bytes[..len];
+                assert_eq!(
+                    ContentId::of_split(part, 0, &budget),
+                    ContentId::of(part),
+                    "{len} bytes"
+                );
+            }
             assert_eq!(
-                ContentId::of_split(part, 0),
-                ContentId::of(part),
-                "{len} bytes"
+                ContentId::of_parallel(&bytes, &budget),
+                ContentId::of(&bytes)
             );
+            assert_eq!(ContentId::of_split(b"", 0, &budget), ContentId::of(b""));
         }
-        assert_eq!(ContentId::of_parallel(&bytes), ContentId::of(&bytes));
-        assert_eq!(ContentId::of_split(b"", 0), ContentId::of(b""));
     }
 
     #[test]

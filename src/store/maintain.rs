@@ -625,7 +625,7 @@ mod tests {
     fn store() -> (tempfile::TempDir, Store, Local) {
         let d = tempfile::tempdir().unwrap();
         let l = Local::open(&d.path().join("s")).unwrap();
-        let s = Store(std::sync::Arc::new(l.clone()));
+        let s = Store::over(std::sync::Arc::new(l.clone()));
         (d, s, l)
     }
 

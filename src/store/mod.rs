@@ -99,6 +99,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::sys;
+use crate::threads::Parallelism;
 use seam::{Op, Seam};
 
 /// The most bytes one object may hold: 16 GiB. A zstd object whose trailer
@@ -706,7 +707,7 @@ const NO_SEAMS: &str = "only a local directory has test seams (fault injection, 
 /// assert_eq!(store.read(&stored.id, &Selection::All).unwrap(), b"one\ntwo\n");
 /// ```
 #[derive(Clone, Debug)]
-pub struct Store(Arc<dyn Backend>);
+pub struct Store(Arc<dyn Backend>, Parallelism);
 
 pub(crate) fn now_nanos() -> u128 {
     std::time::SystemTime::now()
@@ -724,7 +725,7 @@ impl Store {
     /// [`StoreError::Io`] when the current directory is needed to make `root`
     /// absolute and cannot be read.
     pub fn open(root: impl AsRef<Path>) -> Result<Store, StoreError> {
-        Ok(Store(Arc::new(Local::open(root.as_ref())?)))
+        Ok(Store::over(Arc::new(Local::open(root.as_ref())?)))
     }
 
     /// The store a location names: `s3://BUCKET/PREFIX` for S3-compatible
@@ -778,14 +779,14 @@ impl Store {
     /// list and maintenance operations say the sink is the harness's to
     /// read. See [`SpillSink`].
     pub fn from_sink(sink: impl SpillSink + 'static) -> Store {
-        Store(Arc::new(sink::SinkBackend::new(Box::new(sink))))
+        Store::over(Arc::new(sink::SinkBackend::new(Box::new(sink))))
     }
 
     /// A store in memory: objects in the same encodings and verified by the
     /// same checks as on disk, gone with the store's last handle. For
     /// tests.
     pub fn in_memory() -> Store {
-        Store(Arc::new(memory::Memory::default()))
+        Store::over(Arc::new(memory::Memory::default()))
     }
 
     /// Replaces the stored bytes of an object of a memory store, as a
@@ -798,6 +799,23 @@ impl Store {
 
     pub(crate) fn backend(&self) -> &dyn Backend {
         &*self.0
+    }
+
+    /// A store over `backend`, on the process's thread budget.
+    pub(crate) fn over(backend: Arc<dyn Backend>) -> Store {
+        Store(backend, Parallelism::process())
+    }
+
+    /// This store (the same objects) with its own thread budget: how many
+    /// threads its writes, reads and every `Spiller` over it may run
+    /// besides their callers' own. See [`Parallelism`].
+    pub fn with_parallelism(&self, budget: Parallelism) -> Store {
+        Store(self.0.clone(), budget)
+    }
+
+    /// The thread budget this store's work draws on.
+    pub fn parallelism(&self) -> &Parallelism {
+        &self.1
     }
 
     /// Where the store is: its directory, or its bucket and prefix.
@@ -820,7 +838,7 @@ impl Store {
     #[cfg(feature = "test-seams")]
     pub fn with_faults(&self, plan: FaultPlan) -> Store {
         let change = |seam: &mut Seam| seam.faults = Some(plan.clone());
-        Store(self.0.with_seam(&change).expect(NO_SEAMS))
+        Store(self.0.with_seam(&change).expect(NO_SEAMS), self.1.clone())
     }
 
     /// This store, recording every change into a crash model (tests only:
@@ -832,7 +850,7 @@ impl Store {
     #[cfg(feature = "test-seams")]
     pub fn with_crash_model(&self, model: &CrashModel) -> Store {
         let change = |seam: &mut Seam| seam.crash = Some(model.clone());
-        Store(self.0.with_seam(&change).expect(NO_SEAMS))
+        Store(self.0.with_seam(&change).expect(NO_SEAMS), self.1.clone())
     }
 
     /// The length of the longest object location, as a notice prints it.
@@ -851,7 +869,7 @@ impl Store {
     /// [`StoreError`] when the store directory or the temp file cannot be
     /// created.
     pub fn writer(&self, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
-        self.0.writer(opts)
+        Ok(self.0.writer(opts)?.on_budget(&self.1))
     }
 
     /// An object of this id holding `bytes` bytes, read back and checked
@@ -901,7 +919,7 @@ impl Store {
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
             let write = || -> Result<Option<ObjectWriter>, StoreError> {
-                let mut w = self.0.whole_writer(opts)?.id_to_come();
+                let mut w = self.0.whole_writer(opts)?.on_budget(&self.1).id_to_come();
                 for piece in bytes.chunks(1 << 20) {
                     if stop.load(Ordering::Relaxed) {
                         // Dropping the writer removes its temp file.
@@ -911,9 +929,7 @@ impl Store {
                 }
                 Ok(Some(w))
             };
-            let writing = std::thread::Builder::new()
-                .name("spillway-write".into())
-                .spawn_scoped(s, write);
+            let writing = crate::threads::scoped(s, &self.1, "spillway-write", write);
             let Ok(writing) = writing else {
                 // No thread to be had: one after the other.
                 return self.put_with_id(&ContentId::of(bytes), bytes, opts);
@@ -930,9 +946,7 @@ impl Store {
             } else {
                 Ok(None)
             };
-            let written = writing
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            let written = writing.join();
             // A hit found is a hit, whatever the write met meanwhile (a
             // full disk): the write's error counts only without one.
             match (hit?, written) {
@@ -958,7 +972,7 @@ impl Store {
         if let Some(hit) = self.0.dedup_hit_content(&id, bytes)? {
             return Ok(hit);
         }
-        let mut w = self.0.whole_writer(opts)?.with_id(id);
+        let mut w = self.0.whole_writer(opts)?.on_budget(&self.1).with_id(id);
         w.write_all(bytes)?;
         w.finish()
     }

@@ -77,7 +77,10 @@ impl Store {
             // A budget too small for one character shows one anyway, so
             // that every page moves on.
             0 => data.utf8_chunks().next().map_or(0, |c| {
-                c.valid().chars().next().map_or(c.invalid().len(), char::len_utf8)
+                c.valid()
+                    .chars()
+                    .next()
+                    .map_or(c.invalid().len(), char::len_utf8)
             }),
             fit => fit,
         };
@@ -258,15 +261,24 @@ mod tests {
         let sel = Selection::Lines(LineRange::new(1, None).unwrap());
         let p = store.page(&id, &sel, 12).unwrap();
         assert_eq!(p.data, b"aaaa\nbbbb\n");
-        assert_eq!(p.shown, Selection::Lines(LineRange::new(1, Some(2)).unwrap()));
-        assert_eq!(p.next, Some(Selection::Lines(LineRange::new(3, None).unwrap())));
+        assert_eq!(
+            p.shown,
+            Selection::Lines(LineRange::new(1, Some(2)).unwrap())
+        );
+        assert_eq!(
+            p.next,
+            Some(Selection::Lines(LineRange::new(3, None).unwrap()))
+        );
         let long = Selection::Lines(LineRange::new(3, Some(4)).unwrap());
         let p = store.page(&id, &long, 12).unwrap();
         assert!(p.is_long_line(&long));
         assert_eq!(p.data, b"cccccccccccc");
         assert_eq!(p.shown, Selection::Bytes(ByteRange::with_len(10, 12)));
         // The rest of the two lines, as bytes: to the end of line 4.
-        assert_eq!(p.next, Some(Selection::Bytes(ByteRange::new(22, Some(34)).unwrap())));
+        assert_eq!(
+            p.next,
+            Some(Selection::Bytes(ByteRange::new(22, Some(34)).unwrap()))
+        );
         let whole = store.page(&id, &long, 100).unwrap();
         assert_eq!((whole.next, whole.shown), (None, long));
         assert!(store

@@ -690,7 +690,7 @@ fn hash_mapped(
         return None;
     }
     crate::sys::with_leased_map(file, meta.len(), |map| {
-        if ContentId::of_parallel(map) != *id {
+        if ContentId::of_parallel(map, &crate::Parallelism::process()) != *id {
             return Err(StoreError::Corrupt {
                 id: *id,
                 path: path.to_path_buf(),

@@ -62,7 +62,7 @@ type Out = Box<dyn ObjectOut>;
 
 type ZstdEncoder = zstd::stream::write::Encoder<'static, Out>;
 
-enum Sink {
+enum Coding {
     Raw(Out),
     /// zstd was asked for; the first data decides whether it pays.
     Undecided(Out),
@@ -71,12 +71,13 @@ enum Sink {
         level: i32,
         /// Bytes fed to the current frame.
         frame_in: u64,
-        /// Whether the current frame uses worker threads.
-        workers: bool,
+        /// The threads the current frame's workers hold, if it has any.
+        workers: Option<crate::threads::Permit>,
     },
 }
 
-/// How many zstd workers large objects get: one per core, at most 4.
+/// How many zstd workers large objects ask for: one per core, at most 4
+/// (and no more than the store's thread budget gives).
 fn zstd_workers() -> u32 {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(4) as u32)
 }
@@ -88,7 +89,9 @@ fn zstd_workers() -> u32 {
 pub struct ObjectWriter {
     /// The temp file's path or the upload's key, for errors.
     label: PathBuf,
-    sink: Option<Sink>,
+    coding: Option<Coding>,
+    /// The budget zstd workers are taken from; none until the store gives it.
+    budget: Option<crate::Parallelism>,
     hasher: blake3::Hasher,
     /// The object's id when the caller hashes the whole content itself
     /// (it is given before `finish`): the writer then hashes nothing.
@@ -114,9 +117,10 @@ impl ObjectWriter {
         let label = out.label();
         ObjectWriter {
             label,
-            sink: Some(match opts.encoding() {
-                Encoding::Raw => Sink::Raw(out),
-                Encoding::Zstd => Sink::Undecided(out),
+            budget: None,
+            coding: Some(match opts.encoding() {
+                Encoding::Raw => Coding::Raw(out),
+                Encoding::Zstd => Coding::Undecided(out),
             }),
             hasher: blake3::Hasher::new(),
             known: None,
@@ -124,6 +128,12 @@ impl ObjectWriter {
             bytes: 0,
             opts,
         }
+    }
+
+    /// This writer's zstd workers taken from `budget`.
+    pub(crate) fn on_budget(mut self, budget: &crate::Parallelism) -> Self {
+        self.budget = Some(budget.clone());
+        self
     }
 
     /// A writer of content whose id the caller computed from the very
@@ -160,26 +170,26 @@ impl ObjectWriter {
     /// so it costs what the raw path costs. The sample is the first 64 KiB,
     /// compressed once at level 1; under a 10% gain the object is raw.
     fn decide(&mut self, first: &[u8]) -> Result<(), StoreError> {
-        if !matches!(self.sink, Some(Sink::Undecided(_))) {
+        if !matches!(self.coding, Some(Coding::Undecided(_))) {
             return Ok(());
         }
-        let Some(Sink::Undecided(file)) = self.sink.take() else {
+        let Some(Coding::Undecided(file)) = self.coding.take() else {
             return Ok(());
         };
         let sample = &first[..first.len().min(SAMPLE)];
         let pays = sample.len() < MIN_SAMPLE
             || zstd::bulk::compress(sample, 1).is_ok_and(|z| z.len() * 10 < sample.len() * 9);
-        self.sink = Some(if pays {
-            Sink::Zstd {
+        self.coding = Some(if pays {
+            Coding::Zstd {
                 encoder: ZstdEncoder::new(file, self.opts.level())
                     .map_err(StoreError::io("start zstd for", &self.label))?,
                 level: self.opts.level(),
                 frame_in: 0,
-                workers: false,
+                workers: None,
             }
         } else {
             self.opts = WriteOptions::raw().durability(self.opts.durability_mode());
-            Sink::Raw(file)
+            Coding::Raw(file)
         });
         Ok(())
     }
@@ -188,11 +198,11 @@ impl ObjectWriter {
     /// frame starts at exactly [`MULTITHREAD_AFTER`] bytes, however the
     /// input was split, so the same content gives the same object bytes.
     fn process(&mut self, data: &[u8]) -> Result<(), StoreError> {
-        if let Some(Sink::Zstd {
+        if let Some(Coding::Zstd {
             frame_in,
-            workers: false,
+            workers: None,
             ..
-        }) = &self.sink
+        }) = &self.coding
         {
             let room = MULTITHREAD_AFTER.saturating_sub(*frame_in);
             if room > 0 && (data.len() as u64) > room {
@@ -207,11 +217,11 @@ impl ObjectWriter {
     fn process_piece(&mut self, data: &[u8]) -> Result<(), StoreError> {
         self.decide(data)?;
         let path = &self.label;
-        match self.sink.as_mut() {
-            Some(Sink::Raw(f) | Sink::Undecided(f)) => {
+        match self.coding.as_mut() {
+            Some(Coding::Raw(f) | Coding::Undecided(f)) => {
                 f.write_all(data).map_err(StoreError::io("write", path))?
             }
-            Some(Sink::Zstd {
+            Some(Coding::Zstd {
                 encoder, frame_in, ..
             }) => {
                 encoder
@@ -229,14 +239,24 @@ impl ObjectWriter {
     /// which every zstd decoder reads as one stream.
     fn maybe_start_workers(&mut self) -> Result<(), StoreError> {
         let due = matches!(
-            self.sink,
-            Some(Sink::Zstd { frame_in, workers: false, .. }) if frame_in >= MULTITHREAD_AFTER
+            self.coding,
+            Some(Coding::Zstd { frame_in, workers: None, .. }) if frame_in >= MULTITHREAD_AFTER
         );
-        let n = zstd_workers();
-        if !due || n < 2 {
+        if !due {
             return Ok(());
         }
-        let Some(Sink::Zstd { encoder, level, .. }) = self.sink.take() else {
+        // Workers only with threads from the budget; without two, the
+        // frame goes on single-threaded (and asks again on the next write).
+        let Some(permit) = self
+            .budget
+            .as_ref()
+            .map(|b| b.take(zstd_workers() as usize))
+            .filter(|p| p.count() >= 2)
+        else {
+            return Ok(());
+        };
+        let n = permit.count() as u32;
+        let Some(Coding::Zstd { encoder, level, .. }) = self.coding.take() else {
             return Ok(());
         };
         let path = &self.label;
@@ -248,11 +268,11 @@ impl ObjectWriter {
         encoder
             .multithread(n)
             .map_err(StoreError::io("start zstd workers for", path))?;
-        self.sink = Some(Sink::Zstd {
+        self.coding = Some(Coding::Zstd {
             encoder,
             level,
             frame_in: 0,
-            workers: true,
+            workers: Some(permit),
         });
         Ok(())
     }
@@ -352,10 +372,10 @@ impl ObjectWriter {
         // An empty object is a zstd frame like any small one.
         self.decide(&[])?;
         let path = self.label.clone();
-        let out = match self.sink.take() {
+        let out = match self.coding.take() {
             // `decide` above leaves no writer undecided.
-            Some(Sink::Raw(f) | Sink::Undecided(f)) => f,
-            Some(Sink::Zstd { encoder, .. }) => {
+            Some(Coding::Raw(f) | Coding::Undecided(f)) => f,
+            Some(Coding::Zstd { encoder, .. }) => {
                 let mut f = encoder
                     .finish()
                     .map_err(StoreError::io("finish zstd for", &path))?;

@@ -80,23 +80,32 @@ pub(crate) struct Remote {
     /// What listing multipart uploads needs, which only S3 has (`None`
     /// over a client given for tests).
     listing: Option<Listing>,
-    /// Always `Some` until the store is dropped.
-    rt: Option<tokio::runtime::Runtime>,
+    /// The process's runtime ([`runtime`]), shared by every S3 store.
+    rt: &'static tokio::runtime::Runtime,
     /// A private local store of verified copies.
     cache: Local,
     cache_bytes: u64,
     counter: AtomicU64,
 }
 
-impl Drop for Remote {
-    /// Dropping a runtime waits for its tasks, which a thread inside
-    /// another runtime may not do; every operation has finished by now, so
-    /// nothing is lost by not waiting.
-    fn drop(&mut self) {
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown_background();
-        }
-    }
+/// The one runtime of the process's S3 stores, started with the first of
+/// them: two worker threads, however many stores are open. It lives as
+/// long as the process, so no store's drop waits for it (which a thread
+/// inside another runtime may not do).
+fn runtime() -> Result<&'static tokio::runtime::Runtime, StoreError> {
+    static RUNTIME: std::sync::OnceLock<Result<tokio::runtime::Runtime, String>> =
+        std::sync::OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("spillway-s3")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| config(format!("start the S3 client's runtime: {e}")))
 }
 
 impl std::fmt::Debug for Remote {
@@ -209,12 +218,7 @@ impl Remote {
     pub(crate) fn open(opts: &S3Options) -> Result<Remote, StoreError> {
         let url = opts.url.clone();
         let cache_dir = opts.cache_path()?;
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("spillway-s3")
-            .enable_all()
-            .build()
-            .map_err(|e| config(format!("start the S3 client's runtime: {e}")))?;
+        let rt = runtime()?;
         #[cfg(feature = "test-seams")]
         let given = opts.client.clone();
         #[cfg(not(feature = "test-seams"))]
@@ -234,7 +238,7 @@ impl Remote {
             url,
             client,
             listing,
-            rt: Some(rt),
+            rt,
             cache: Local::open(&cache_dir)?,
             cache_bytes: opts.cache_bytes,
             counter: AtomicU64::new(0),
@@ -295,17 +299,15 @@ impl Remote {
         ))
     }
 
-    /// The store's runtime.
-    fn rt(&self) -> &tokio::runtime::Runtime {
+    /// The process's S3 runtime.
+    fn rt(&self) -> &'static tokio::runtime::Runtime {
         self.rt
-            .as_ref()
-            .expect("the runtime is taken only when the store is dropped")
     }
 
-    /// Runs `f` to completion on the store's runtime. A runtime cannot be
-    /// entered from a thread that is already in one (an async harness
-    /// calling from a task), so there `f` runs on a thread of its own
-    /// while this one waits.
+    /// Runs `f` to completion on the process's S3 runtime. A runtime
+    /// cannot be entered from a thread that is already in one (an async
+    /// harness calling from a task), so there `f` runs on a thread of its
+    /// own while this one waits.
     fn block_on<F>(&self, f: F) -> F::Output
     where
         F: std::future::Future + Send,
@@ -315,10 +317,7 @@ impl Remote {
         if tokio::runtime::Handle::try_current().is_err() {
             return rt.block_on(f);
         }
-        std::thread::scope(|s| match s.spawn(|| rt.block_on(f)).join() {
-            Ok(out) => out,
-            Err(panic) => std::panic::resume_unwind(panic),
-        })
+        crate::threads::wait_elsewhere("spillway-s3-wait", || rt.block_on(f))
     }
 
     fn err(&self, op: &'static str, key: &Key, e: object_store::Error) -> StoreError {
@@ -542,7 +541,9 @@ pub(crate) fn open_location(location: &str) -> Result<Store, StoreError> {
 
 /// Opens the store `opts` describe.
 pub(crate) fn open(opts: &S3Options) -> Result<Store, StoreError> {
-    Ok(Store(Arc::new(S3Backend(Arc::new(Remote::open(opts)?)))))
+    Ok(Store::over(Arc::new(S3Backend(Arc::new(Remote::open(
+        opts,
+    )?)))))
 }
 
 /// The S3 backend of a [`Store`]: the remote, shared with the uploads in
