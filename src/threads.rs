@@ -242,6 +242,7 @@ where
 /// inside another). It takes no permit: the caller is idle meanwhile, so
 /// no more threads work than before. When the system starts no thread,
 /// `work` runs here after all.
+#[cfg_attr(not(feature = "s3"), allow(dead_code))]
 pub(crate) fn wait_elsewhere<F, T>(name: &str, work: F) -> T
 where
     F: FnOnce() -> T + Send,

@@ -7,9 +7,10 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::seam::{FaultPoint, Op, Seam};
-use super::write::{Commit, ObjectOut, ObjectWriter};
-use super::{same_file, Durability, Local, StoreError, StoredObject, WriteOptions};
+use super::super::seam::{FaultPoint, Op, Seam};
+use super::super::write::{Commit, ObjectOut, ObjectWriter};
+use super::super::{Durability, StoreError, StoredObject, WriteOptions};
+use super::{same_file, Local};
 use crate::sys;
 
 /// In durable mode, writeback of the temp file is started every this many
