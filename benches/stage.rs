@@ -21,6 +21,9 @@
 //! `python3 benches/ratios.py` prints each case over its baseline.
 //!
 //! Set `SPILLWAY_BENCH_SIZES` (e.g. `1MiB,64MiB`) to run fewer sizes.
+// Tests damage stores on purpose and drive them from threads of their
+// own; the rules of clippy.toml are the library's.
+#![allow(clippy::disallowed_methods)]
 
 use std::hint::black_box;
 use std::io::Write;

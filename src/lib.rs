@@ -91,6 +91,7 @@ pub use salient::{
     SalientError, SalientPattern, SalientPatterns, SalientRank, DEFAULT_SALIENT,
     DEFAULT_SALIENT_PERCENT,
 };
+pub use store::{Fs, RealFs};
 pub use threads::Parallelism;
 pub use tokens::Tokenizer;
 

@@ -1,5 +1,8 @@
 //! Reliability of the store in process: injected faults at every system
 //! call, and a temp directory full of junk.
+// Tests damage stores on purpose and drive them from threads of their
+// own; the rules of clippy.toml are the library's.
+#![allow(clippy::disallowed_methods)]
 
 mod support;
 

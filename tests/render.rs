@@ -1,5 +1,8 @@
 //! The terminal render: recorded programs, properties against the library's
 //! own whole-buffer render, salient lines and token budgets.
+// Tests damage stores on purpose and drive them from threads of their
+// own; the rules of clippy.toml are the library's.
+#![allow(clippy::disallowed_methods)]
 
 mod seeds;
 mod support;

@@ -1,4 +1,7 @@
 //! The store: round trips, dedup, verification, hostile paths and failures.
+// Tests damage stores on purpose and drive them from threads of their
+// own; the rules of clippy.toml are the library's.
+#![allow(clippy::disallowed_methods)]
 
 mod support;
 

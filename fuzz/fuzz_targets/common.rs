@@ -1,4 +1,7 @@
 #![allow(dead_code)]
+// The fuzz targets and their regression tests write inputs to disk; the
+// rules of clippy.toml are the library's.
+#![allow(clippy::disallowed_methods)]
 //! What the stage targets share: a store per process and a policy drawn
 //! mostly near the sizes where boundary bugs live.
 

@@ -13,7 +13,12 @@
 
 use std::fmt;
 use std::path::PathBuf;
+#[cfg(feature = "test-seams")]
+use std::sync::Arc;
 use std::time::Duration;
+
+#[cfg(feature = "test-seams")]
+use super::local::fs::Fs;
 
 use super::{
     ContentId, Encoding, GcOptions, GcReport, IdPrefix, ObjectWriter, Stats, StoreError,
@@ -119,14 +124,11 @@ pub(crate) trait Backend: Send + Sync + fmt::Debug {
     /// Keeping the store (cleanup, verify, gc, stats), as for `reads`.
     fn maintenance(&self) -> Result<&dyn Maintain, StoreError>;
 
-    /// This backend with its test seams changed by `change` (a fault plan,
-    /// a crash model), over the same objects; `None` for a backend without
-    /// seams. No default: each backend says.
+    /// This backend over the same objects with its filesystem wrapped by
+    /// `wrap` (a fault plan's, a crash model's); `None` for a backend that
+    /// changes no local disk of its own. No default: each backend says.
     #[cfg(feature = "test-seams")]
-    fn with_seam(
-        &self,
-        change: &dyn Fn(&mut super::seam::Seam),
-    ) -> Option<std::sync::Arc<dyn Backend>>;
+    fn with_fs(&self, wrap: &dyn Fn(Arc<dyn Fs>) -> Arc<dyn Fs>) -> Option<Arc<dyn Backend>>;
 
     /// Replaces the stored bytes of an object, as a corrupt medium would;
     /// whether this backend can and there was such an object. No default.

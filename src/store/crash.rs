@@ -14,7 +14,14 @@
 //! survives, file bytes only as synced (a zero-length or torn file under a
 //! real name, as ext4's delayed allocation can leave).
 //!
+//! The model sees the changes through the filesystem every change to the
+//! disk goes through ([`CrashModel::fs`] wraps it), so it sees them all.
+//!
 //! Available with the `test-seams` feature; not part of the stable API.
+
+// The model rebuilds a disk with std::fs: it is the one writer of the
+// crash images, outside any store (see clippy.toml).
+#![allow(clippy::disallowed_methods)]
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -23,6 +30,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::local::fs::Fs;
 use super::op::Op;
 
 /// What a simulated crash keeps.
@@ -118,28 +126,16 @@ impl CrashModel {
         self.len() == 0
     }
 
-    /// Records that a new, empty file was created at `path` (for components
-    /// outside the store that share the model, such as a session log).
-    pub fn record_create(&self, path: &Path) {
-        self.record(Op::Create(path));
+    /// `inner`, recording every change it makes under the model's root
+    /// once the change succeeded: the store's filesystem, a session log's.
+    pub fn fs(&self, inner: Arc<dyn Fs>) -> Arc<dyn Fs> {
+        Arc::new(CrashFs {
+            model: self.clone(),
+            inner,
+        })
     }
 
-    /// Records a write of `data` at `offset` of the file at `path`.
-    pub fn record_write(&self, path: &Path, offset: u64, data: &[u8]) {
-        self.record(Op::Write(path, offset, data));
-    }
-
-    /// Records an fsync of the file at `path`.
-    pub fn record_fsync(&self, path: &Path) {
-        self.record(Op::Fsync(path));
-    }
-
-    /// Records an fsync of the directory `dir`.
-    pub fn record_fsync_dir(&self, dir: &Path) {
-        self.record(Op::FsyncDir(dir));
-    }
-
-    pub(crate) fn record(&self, op: Op<'_>) {
+    fn record(&self, op: Op<'_>) {
         let mut t = self.trace();
         let Some(owned) = own(&t.root, op) else {
             return;
@@ -386,5 +382,70 @@ mod tests {
         let o2 = d.path().join("o2");
         m.materialize(2, CrashKind::SyncedOnly, &o2).unwrap();
         assert_eq!(tree(&o2), vec![]);
+    }
+}
+
+/// A filesystem whose changes a [`CrashModel`] records.
+#[derive(Debug)]
+struct CrashFs {
+    model: CrashModel,
+    inner: Arc<dyn Fs>,
+}
+
+impl CrashFs {
+    fn then<T>(&self, done: io::Result<T>, op: Op<'_>) -> io::Result<T> {
+        if done.is_ok() {
+            self.model.record(op);
+        }
+        done
+    }
+}
+
+impl Fs for CrashFs {
+    fn create_dir(&self, dir: &Path) -> io::Result<()> {
+        self.then(self.inner.create_dir(dir), Op::Mkdir(dir))
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        // The parents of a store's root: outside what the model keeps.
+        self.inner.create_dir_all(dir)
+    }
+
+    fn create_new(&self, path: &Path, append: bool) -> io::Result<fs::File> {
+        self.then(self.inner.create_new(path, append), Op::Create(path))
+    }
+
+    fn write(&self, file: &mut fs::File, path: &Path, at: u64, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(file, path, at, buf)?;
+        self.model.record(Op::Write(path, at, &buf[..n]));
+        Ok(n)
+    }
+
+    fn sync(&self, file: &fs::File, path: &Path) -> io::Result<()> {
+        self.then(self.inner.sync(file, path), Op::Fsync(path))
+    }
+
+    fn link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.then(self.inner.link(from, to), Op::Link(from, to))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.then(self.inner.rename(from, to), Op::Rename(from, to))
+    }
+
+    fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.then(self.inner.rename_noreplace(from, to), Op::Rename(from, to))
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.then(self.inner.remove_file(path), Op::Remove(path))
+    }
+
+    fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.then(self.inner.remove_dir_all(path), Op::Remove(path))
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.then(self.inner.sync_dir(dir), Op::FsyncDir(dir))
     }
 }

@@ -204,7 +204,12 @@ impl Backend for Memory {
     }
 
     #[cfg(feature = "test-seams")]
-    fn with_seam(&self, _: &dyn Fn(&mut super::seam::Seam)) -> Option<std::sync::Arc<dyn Backend>> {
+    fn with_fs(
+        &self,
+        _: &dyn Fn(
+            std::sync::Arc<dyn crate::store::local::fs::Fs>,
+        ) -> std::sync::Arc<dyn crate::store::local::fs::Fs>,
+    ) -> Option<std::sync::Arc<dyn Backend>> {
         None
     }
 

@@ -73,6 +73,7 @@ pub(crate) use backend::{Backend, Maintain, Reads};
 pub use crash::{CrashKind, CrashModel};
 pub use grep::{GrepLine, GrepOptions, GrepPattern, GrepReport, PatternError, MAX_MATCHED_LINE};
 pub use id::{ContentId, IdError, IdPrefix, MIN_PREFIX_DIGITS};
+pub use local::fs::{Fs, RealFs};
 pub(crate) use local::Local;
 pub use maintain::{
     CorruptObject, GcOptions, GcReport, Misplaced, References, Stats, VerifyReport,
@@ -98,8 +99,6 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::threads::Parallelism;
-#[cfg(feature = "test-seams")]
-use seam::Seam;
 
 /// The most bytes one object may hold: 16 GiB. A zstd object whose trailer
 /// declares more is corrupt (a decompression bomb is refused before it is
@@ -479,8 +478,8 @@ impl Store {
     /// a test that asked for faults would otherwise run without them.
     #[cfg(feature = "test-seams")]
     pub fn with_faults(&self, plan: FaultPlan) -> Store {
-        let change = |seam: &mut Seam| seam.faults = Some(plan.clone());
-        Store(self.0.with_seam(&change).expect(NO_SEAMS), self.1.clone())
+        let wrap = |fs: Arc<dyn Fs>| plan.fs(fs);
+        Store(self.0.with_fs(&wrap).expect(NO_SEAMS), self.1.clone())
     }
 
     /// This store, recording every change into a crash model (tests only:
@@ -491,8 +490,8 @@ impl Store {
     /// For a store other than a local directory, as [`with_faults`](Self::with_faults).
     #[cfg(feature = "test-seams")]
     pub fn with_crash_model(&self, model: &CrashModel) -> Store {
-        let change = |seam: &mut Seam| seam.crash = Some(model.clone());
-        Store(self.0.with_seam(&change).expect(NO_SEAMS), self.1.clone())
+        let wrap = |fs: Arc<dyn Fs>| model.fs(fs);
+        Store(self.0.with_fs(&wrap).expect(NO_SEAMS), self.1.clone())
     }
 
     /// The length of the longest object location, as a notice prints it.

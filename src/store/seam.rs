@@ -1,18 +1,22 @@
-//! The store's test seam: every system call that changes the store goes
-//! through here, so a test can make the Nth one fail ([`FaultPlan`]) or
-//! record them all and replay them into a simulated crash
-//! ([`CrashModel`](super::CrashModel)).
-//!
-//! Without the `test-seams` feature the seam is empty and every hook
-//! compiles to nothing; with it, an unused seam costs one branch per call.
+//! Fault injection: a filesystem that makes the Nth change of a kind fail
+//! ([`FaultPlan::fs`]), wrapped around the one every change to the disk
+//! goes through ([`Fs`](super::local::fs::Fs)). Available with the
+//! `test-seams` feature; without it, only the names of the fault points
+//! exist.
 
+#[cfg(feature = "test-seams")]
+use std::fs::File;
+#[cfg(feature = "test-seams")]
 use std::io;
-
-pub(crate) use super::op::Op;
+#[cfg(feature = "test-seams")]
+use std::path::Path;
 #[cfg(feature = "test-seams")]
 use std::sync::atomic::{AtomicU64, Ordering};
 #[cfg(feature = "test-seams")]
 use std::sync::Arc;
+
+#[cfg(feature = "test-seams")]
+use super::local::fs::Fs;
 
 /// A store operation that can be made to fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -24,42 +28,10 @@ pub enum FaultPoint {
     Write,
     /// The fsync of a temp file.
     Fsync,
-    /// Publishing (`link`/`rename`) an object.
+    /// A link or a rename: publishing an object, setting one aside.
     Publish,
     /// The fsync of a directory.
     DirFsync,
-}
-
-/// The hooks a store calls around its system calls.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Seam {
-    #[cfg(feature = "test-seams")]
-    pub(crate) faults: Option<FaultPlan>,
-    #[cfg(feature = "test-seams")]
-    pub(crate) crash: Option<super::crash::CrashModel>,
-}
-
-impl Seam {
-    /// Counts a call at `point`; fails it when a fault plan says so.
-    #[inline(always)]
-    pub(crate) fn check(&self, point: FaultPoint) -> io::Result<()> {
-        #[cfg(feature = "test-seams")]
-        if let Some(plan) = &self.faults {
-            return plan.check(point);
-        }
-        let _ = point;
-        Ok(())
-    }
-
-    /// Tells the crash model about a change that just succeeded.
-    #[inline(always)]
-    pub(crate) fn record(&self, op: Op<'_>) {
-        #[cfg(feature = "test-seams")]
-        if let Some(model) = &self.crash {
-            model.record(op);
-        }
-        let _ = op;
-    }
 }
 
 /// Fails the `nth` (1-based) call at `point` with `errno`; counts every
@@ -124,6 +96,16 @@ impl FaultPlan {
         self.0.counts[index(point)].load(Ordering::SeqCst)
     }
 
+    /// `inner` with this plan: each change is counted at its point
+    /// (creating a file, a write, a file's fsync, a link or a rename, a
+    /// directory's fsync) and the planned one fails before it is made.
+    pub fn fs(&self, inner: Arc<dyn Fs>) -> Arc<dyn Fs> {
+        Arc::new(FaultFs {
+            plan: self.clone(),
+            inner,
+        })
+    }
+
     /// Counts a call; fails it if it is the planned one.
     pub(crate) fn check(&self, point: FaultPoint) -> io::Result<()> {
         let n = self.0.counts[index(point)].fetch_add(1, Ordering::SeqCst) + 1;
@@ -131,5 +113,67 @@ impl FaultPlan {
             return Err(io::Error::from_raw_os_error(self.0.errno));
         }
         Ok(())
+    }
+}
+
+/// A filesystem whose changes a [`FaultPlan`] counts and fails.
+#[cfg(feature = "test-seams")]
+#[derive(Debug)]
+struct FaultFs {
+    plan: FaultPlan,
+    inner: Arc<dyn Fs>,
+}
+
+#[cfg(feature = "test-seams")]
+impl Fs for FaultFs {
+    fn create_dir(&self, dir: &Path) -> io::Result<()> {
+        self.inner.create_dir(dir)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+
+    fn create_new(&self, path: &Path, append: bool) -> io::Result<File> {
+        self.plan.check(FaultPoint::Create)?;
+        self.inner.create_new(path, append)
+    }
+
+    fn write(&self, file: &mut File, path: &Path, at: u64, buf: &[u8]) -> io::Result<usize> {
+        self.plan.check(FaultPoint::Write)?;
+        self.inner.write(file, path, at, buf)
+    }
+
+    fn sync(&self, file: &File, path: &Path) -> io::Result<()> {
+        self.plan.check(FaultPoint::Fsync)?;
+        self.inner.sync(file, path)
+    }
+
+    fn link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.plan.check(FaultPoint::Publish)?;
+        self.inner.link(from, to)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.plan.check(FaultPoint::Publish)?;
+        self.inner.rename(from, to)
+    }
+
+    fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
+        // The second half of one publish whose link was counted.
+        self.inner.rename_noreplace(from, to)
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove_file(path)
+    }
+
+    fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove_dir_all(path)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.plan.check(FaultPoint::DirFsync)?;
+        self.inner.sync_dir(dir)
     }
 }

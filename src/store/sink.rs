@@ -251,9 +251,11 @@ impl Backend for SinkBackend {
     }
 
     #[cfg(feature = "test-seams")]
-    fn with_seam(
+    fn with_fs(
         &self,
-        _: &dyn Fn(&mut crate::store::seam::Seam),
+        _: &dyn Fn(
+            std::sync::Arc<dyn crate::store::local::fs::Fs>,
+        ) -> std::sync::Arc<dyn crate::store::local::fs::Fs>,
     ) -> Option<std::sync::Arc<dyn Backend>> {
         None
     }

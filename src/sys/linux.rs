@@ -75,6 +75,7 @@ pub(crate) fn with_leased_map<T>(
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests damage stores and drive them from threads of their own
 mod tests {
     use super::*;
 

@@ -104,6 +104,7 @@ pub(crate) fn is_locked(path: &Path) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests damage stores and drive them from threads of their own
 mod tests {
     use super::*;
 

@@ -8,16 +8,16 @@
 //! that references it is written, so a log never points at a lost object.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Block;
-use spillway::ContentId;
+use spillway::{ContentId, Fs, RealFs};
 
 /// The session format this crate writes and reads.
 pub const FORMAT: &str = "spillway-session";
@@ -190,28 +190,8 @@ pub struct SessionLog {
     file: Option<Mutex<File>>,
     sync: LogSync,
     repairs: std::sync::atomic::AtomicU64,
-    #[cfg_attr(not(feature = "test-seams"), allow(dead_code))]
-    model: Option<Recorder>,
-}
-
-/// Where a log records its changes for the crash model (`test-seams`).
-#[cfg(feature = "test-seams")]
-type Recorder = spillway::CrashModel;
-#[cfg(not(feature = "test-seams"))]
-type Recorder = NoModel;
-
-/// Without the `test-seams` feature, nothing records.
-#[cfg(not(feature = "test-seams"))]
-#[derive(Clone, Debug)]
-enum NoModel {}
-
-#[cfg(not(feature = "test-seams"))]
-#[allow(dead_code)]
-impl NoModel {
-    fn record_create(&self, _: &Path) {}
-    fn record_write(&self, _: &Path, _: u64, _: &[u8]) {}
-    fn record_fsync(&self, _: &Path) {}
-    fn record_fsync_dir(&self, _: &Path) {}
+    /// Where every change to the file goes.
+    fs: Arc<dyn Fs>,
 }
 
 impl SessionLog {
@@ -222,7 +202,7 @@ impl SessionLog {
     ///
     /// [`LogError`] when the file cannot be opened or has another format.
     pub fn open(path: impl AsRef<Path>, sync: LogSync) -> Result<Self, LogError> {
-        Self::open_inner(path.as_ref(), sync, None)
+        Self::open_on(path, sync, Arc::new(RealFs))
     }
 
     /// [`SessionLog::open`], recording every change to the file into a
@@ -237,28 +217,34 @@ impl SessionLog {
         sync: LogSync,
         model: &spillway::CrashModel,
     ) -> Result<Self, LogError> {
-        Self::open_inner(path.as_ref(), sync, Some(model.clone()))
+        Self::open_on(path, sync, model.fs(Arc::new(RealFs)))
     }
 
-    fn open_inner(path: &Path, sync: LogSync, model: Option<Recorder>) -> Result<Self, LogError> {
-        let path = path.to_path_buf();
+    /// [`SessionLog::open`], changing the disk through `fs` (the real
+    /// filesystem, or one a test wraps to fail or record changes).
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionLog::open`].
+    pub fn open_on(
+        path: impl AsRef<Path>,
+        sync: LogSync,
+        fs: Arc<dyn Fs>,
+    ) -> Result<Self, LogError> {
+        let path = path.as_ref().to_path_buf();
         let io = |op| {
             let path = path.clone();
             move |source| LogError::Io { op, path, source }
         };
-        let open = |create_new: bool| {
-            OpenOptions::new()
-                .create_new(create_new)
-                .append(true)
-                .read(true)
-                .mode(0o600)
-                .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-                .open(&path)
-        };
-        let (file, created) = match open(true) {
+        let (file, created) = match fs.create_new(&path, true) {
             Ok(f) => (f, true),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                (open(false).map_err(io("open"))?, false)
+                let existing = OpenOptions::new()
+                    .append(true)
+                    .read(true)
+                    .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+                    .open(&path);
+                (existing.map_err(io("open"))?, false)
             }
             Err(e) => return Err(io("create")(e)),
         };
@@ -268,11 +254,8 @@ impl SessionLog {
             file: Some(Mutex::new(file)),
             sync,
             repairs: std::sync::atomic::AtomicU64::new(0),
-            model,
+            fs,
         };
-        if created {
-            log.record(|m| m.record_create(&path));
-        }
         if len == 0 {
             let header = serde_json::to_string(&Header {
                 format: FORMAT.into(),
@@ -295,24 +278,11 @@ impl SessionLog {
                 Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
                 _ => PathBuf::from("."),
             };
-            File::open(&dir)
-                .and_then(|d| d.sync_all())
+            log.fs
+                .sync_dir(&dir)
                 .map_err(io("fsync the directory of"))?;
-            log.record(|m| m.record_fsync_dir(&dir));
         }
         Ok(log)
-    }
-
-    #[cfg(feature = "test-seams")]
-    fn record(&self, f: impl FnOnce(&spillway::CrashModel)) {
-        if let Some(m) = &self.model {
-            f(m);
-        }
-    }
-
-    #[cfg(not(feature = "test-seams"))]
-    fn record(&self, f: impl FnOnce(&NoModel)) {
-        let _ = f;
     }
 
     /// A log that keeps nothing: every append succeeds and writes nowhere.
@@ -324,7 +294,7 @@ impl SessionLog {
             file: None,
             sync: LogSync::Never,
             repairs: std::sync::atomic::AtomicU64::new(0),
-            model: None,
+            fs: Arc::new(RealFs),
         }
     }
 
@@ -356,11 +326,11 @@ impl SessionLog {
         }
         // One write of the whole line: with O_APPEND, lines never interleave.
         let at = file.metadata().map_err(io("inspect"))?.len();
-        file.write_all(line.as_bytes()).map_err(io("append to"))?;
-        self.record(|m| m.record_write(&self.path, at, line.as_bytes()));
+        self.fs
+            .write_all(&mut file, &self.path, at, line.as_bytes())
+            .map_err(io("append to"))?;
         if self.sync == LogSync::EveryEvent {
-            file.sync_data().map_err(io("fsync"))?;
-            self.record(|m| m.record_fsync(&self.path));
+            self.fs.sync(&file, &self.path).map_err(io("fsync"))?;
         }
         Ok(())
     }

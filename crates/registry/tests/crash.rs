@@ -2,6 +2,9 @@
 //! model (`spillway::CrashModel`): every change the log makes to its
 //! file is recorded, and a power loss is simulated after each prefix of
 //! them.
+// Tests write files of their own; the rules of clippy.toml are the
+// library's.
+#![allow(clippy::disallowed_methods)]
 
 use std::path::Path;
 
@@ -74,5 +77,72 @@ fn a_synced_session_log_event_survives_a_crash_at_every_point() {
             }
             std::fs::remove_dir_all(&after).unwrap();
         }
+    }
+}
+
+/// The session log changes the disk through the same filesystem trait as
+/// the store, so a fault plan reaches it too: a failed create, append,
+/// fsync or directory fsync is an error of the call that met it, never a
+/// success, and what returned before it replays whole.
+#[test]
+fn a_fault_in_each_change_the_session_log_makes_is_its_callers_error() {
+    use serde_json::json;
+    use spillway::{FaultPlan, FaultPoint, RealFs};
+    use spillway_registry::events::{replay_file, Event, LogSync, SessionLog};
+    use std::sync::Arc;
+
+    const EIO: i32 = 5;
+    let event = |id: &str| Event::ToolCall {
+        call_id: id.into(),
+        tool: "bash".into(),
+        description: None,
+        args: json!({ "command": "echo hi" }),
+    };
+    for (point, nth) in [
+        (FaultPoint::Create, 1),
+        (FaultPoint::Write, 1),
+        (FaultPoint::Write, 3),
+        (FaultPoint::Fsync, 2),
+        (FaultPoint::DirFsync, 1),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.jsonl");
+        let plan = FaultPlan::new(point, nth, EIO);
+        let fs = plan.fs(Arc::new(RealFs));
+        let what = format!("{point:?} #{nth}");
+        let log = match SessionLog::open_on(&path, LogSync::EveryEvent, fs) {
+            Ok(log) => log,
+            Err(e) => {
+                // The header's own create, write, fsync or directory fsync.
+                assert!(e.to_string().contains("Input/output"), "{what}: {e}");
+                assert!(plan.calls(point) >= nth, "{what}");
+                continue;
+            }
+        };
+        let mut returned = Vec::new();
+        let mut failed = false;
+        for i in 0..4 {
+            let id = format!("e{i}");
+            match log.append(&event(&id)) {
+                Ok(()) => returned.push(id),
+                Err(e) => {
+                    assert!(e.to_string().contains("Input/output"), "{what}: {e}");
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        assert!(failed, "{what}: the planned fault was never met");
+        drop(log);
+        let replayed: Vec<String> = replay_file(&path)
+            .unwrap()
+            .events
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::ToolCall { call_id, .. } => Some(call_id),
+                _ => None,
+            })
+            .collect();
+        assert!(replayed.starts_with(&returned), "{what}: {replayed:?}");
     }
 }

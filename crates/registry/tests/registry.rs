@@ -1,6 +1,9 @@
 //! The registry pipeline, in three layers: unit (the pipeline's cases), host
 //! (what a frame carries) and end to end (real nested `bash` calls, replay,
 //! cards).
+// Tests write files of their own; the rules of clippy.toml are the
+// library's.
+#![allow(clippy::disallowed_methods)]
 
 #[path = "../../../tests/support/mod.rs"]
 mod support;

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use super::super::maintain::{choose_and_remove, count_files};
-use super::super::seam::Op;
 use super::super::{
     ContentId, CorruptObject, GcOptions, GcReport, Misplaced, Stats, StoreError, StoredObject,
     VerifyReport, ZSTD_SUFFIX,
@@ -43,12 +42,11 @@ impl Local {
                 continue;
             }
             let gone = if meta.is_dir() {
-                fs::remove_dir_all(&path)
+                self.fs().remove_dir_all(&path)
             } else {
-                fs::remove_file(&path)
+                self.fs().remove_file(&path)
             };
             if gone.is_ok() {
-                self.seam().record(Op::Remove(&path));
                 removed += 1;
             }
         }
@@ -171,8 +169,9 @@ impl Local {
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos())
         ));
-        fs::rename(path, &dest).map_err(StoreError::io("quarantine", path))?;
-        self.seam().record(Op::Rename(path, &dest));
+        self.fs()
+            .rename(path, &dest)
+            .map_err(StoreError::io("quarantine", path))?;
         Ok(dest)
     }
 
@@ -227,8 +226,8 @@ impl Local {
             std::process::id(),
             obj.id.to_hex()
         ));
-        match fs::rename(&obj.path, &aside) {
-            Ok(()) => self.seam().record(Op::Rename(&obj.path, &aside)),
+        match self.fs().rename(&obj.path, &aside) {
+            Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(StoreError::io("move aside", &obj.path)(e)),
         }
@@ -238,22 +237,17 @@ impl Local {
             .is_ok_and(|m| m >= started);
         if reused {
             // Put it back, unless an equal object was published meanwhile.
-            match fs::hard_link(&aside, &obj.path) {
-                Ok(()) => self.seam().record(Op::Link(&aside, &obj.path)),
+            match self.fs().link(&aside, &obj.path) {
+                Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(StoreError::io("restore", &obj.path)(e)),
             }
-            if fs::remove_file(&aside).is_ok() {
-                self.seam().record(Op::Remove(&aside));
-            }
+            let _ = self.fs().remove_file(&aside);
             report.restored += 1;
             return Ok(false);
         }
-        match fs::remove_file(&aside) {
-            Ok(()) => {
-                self.seam().record(Op::Remove(&aside));
-                Ok(true)
-            }
+        match self.fs().remove_file(&aside) {
+            Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(true),
             Err(e) => Err(StoreError::io("remove", &aside)(e)),
         }
@@ -274,6 +268,7 @@ impl Local {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests damage stores and drive them from threads of their own
 mod tests {
     use super::*;
     use crate::store::{Durability, Store, WriteOptions};

@@ -4,21 +4,20 @@
 //! `read.rs`, its object out (temp file, fsync, `link(2)`) in `publish.rs`,
 //! its maintenance in `maintain.rs`.
 
-use std::fs;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::seam::{FaultPoint, Op, Seam};
 use super::{
     now_nanos, Backend, ContentId, Encoding, GcOptions, GcReport, IdPrefix, Location, Maintain,
     ObjectWriter, Reads, Stats, StoreError, StoredObject, VerifyReport, WriteOptions,
     LAYOUT_VERSION,
 };
 use crate::sys;
+use fs::{Fs, RealFs};
 
+pub(crate) mod fs;
 mod maintain;
 mod publish;
 mod read;
@@ -37,12 +36,14 @@ pub(crate) struct Dirs {
     tmp: PathBuf,
     quarantine: PathBuf,
     counter: AtomicU64,
-    seam: Seam,
+    /// Where every change to the disk goes.
+    fs: Arc<dyn Fs>,
 }
 
 impl Local {
-    /// The store rooted at `root` (absolute), with `seam`.
-    pub(crate) fn at(root: PathBuf, seam: Seam) -> Local {
+    /// The store rooted at `root` (absolute), changing the disk through
+    /// `fs`.
+    pub(crate) fn at(root: PathBuf, fs: Arc<dyn Fs>) -> Local {
         let base = root.join(LAYOUT_VERSION);
         Local(Arc::new(Dirs {
             location: Location::Dir(root.clone()),
@@ -52,7 +53,7 @@ impl Local {
             base,
             root,
             counter: AtomicU64::new(0),
-            seam,
+            fs,
         }))
     }
 
@@ -66,11 +67,12 @@ impl Local {
                 .map_err(StoreError::io("read current directory for", root))?
                 .join(root)
         };
-        Ok(Local::at(root, Seam::default()))
+        Ok(Local::at(root, Arc::new(RealFs)))
     }
 
-    pub(crate) fn seam(&self) -> &Seam {
-        &self.0.seam
+    /// The filesystem every change to this store's disk goes through.
+    pub(crate) fn fs(&self) -> &dyn Fs {
+        &*self.0.fs
     }
 
     pub(crate) fn root(&self) -> &Path {
@@ -101,12 +103,8 @@ impl Local {
     /// directory it creates is made durable in its parent at once: a name
     /// published inside it later is only durable if the directory is.
     pub(crate) fn ensure_dir(&self, dir: &Path) -> Result<(), StoreError> {
-        match fs::DirBuilder::new().mode(0o700).create(dir) {
+        match self.fs().create_dir(dir) {
             Ok(()) => {
-                self.seam().record(Op::Mkdir(dir));
-                // Exactly 0700, whatever the umask took away.
-                fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
-                    .map_err(StoreError::io("set permissions of", dir))?;
                 if let Some(parent) = dir.parent() {
                     self.sync_dir(parent)?;
                 }
@@ -114,7 +112,7 @@ impl Local {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(StoreError::io("create directory", dir)(e)),
         }
-        let meta = fs::symlink_metadata(dir).map_err(StoreError::io("inspect", dir))?;
+        let meta = std::fs::symlink_metadata(dir).map_err(StoreError::io("inspect", dir))?;
         if meta.file_type().is_symlink() {
             return Err(StoreError::Symlink {
                 path: dir.to_path_buf(),
@@ -132,7 +130,7 @@ impl Local {
     /// Checks the root and the version directory, creating them if needed.
     pub(crate) fn ensure_base(&self) -> Result<(), StoreError> {
         let root = &self.0.root;
-        match fs::symlink_metadata(root) {
+        match std::fs::symlink_metadata(root) {
             Ok(m) if m.file_type().is_symlink() => {
                 return Err(StoreError::Symlink { path: root.clone() })
             }
@@ -145,7 +143,8 @@ impl Local {
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 if let Some(parent) = root.parent() {
-                    fs::create_dir_all(parent)
+                    self.fs()
+                        .create_dir_all(parent)
                         .map_err(StoreError::io("create directory", parent))?;
                 }
                 self.ensure_dir(root)?;
@@ -158,38 +157,21 @@ impl Local {
 
     /// fsyncs a directory, making the names in it durable.
     pub(crate) fn sync_dir(&self, dir: &Path) -> Result<(), StoreError> {
-        self.seam()
-            .check(FaultPoint::DirFsync)
-            .and_then(|()| fs::File::open(dir))
-            .and_then(|d| d.sync_all())
-            .map_err(StoreError::io("fsync directory", dir))?;
-        self.seam().record(Op::FsyncDir(dir));
-        Ok(())
+        self.fs()
+            .sync_dir(dir)
+            .map_err(StoreError::io("fsync directory", dir))
     }
 
     /// Creates a new private temp file in `tmp/`.
-    pub(crate) fn create_temp(&self) -> Result<(PathBuf, fs::File), StoreError> {
+    pub(crate) fn create_temp(&self) -> Result<(PathBuf, std::fs::File), StoreError> {
         self.ensure_base()?;
         self.ensure_dir(&self.0.tmp)?;
         loop {
             let n = self.0.counter.fetch_add(1, Ordering::Relaxed);
             let name = format!("{}-{}-{n}.tmp", std::process::id(), now_nanos());
             let path = self.0.tmp.join(name);
-            if let Err(e) = self.seam().check(FaultPoint::Create) {
-                return Err(StoreError::io("create temp file", &path)(e));
-            }
-            match fs::OpenOptions::new()
-                .write(true)
-                .read(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(sys::no_follow_flags())
-                .open(&path)
-            {
+            match self.fs().create_new(&path, false) {
                 Ok(file) => {
-                    self.seam().record(Op::Create(&path));
-                    file.set_permissions(fs::Permissions::from_mode(0o600))
-                        .map_err(StoreError::io("set permissions of", &path))?;
                     // Held while the writer lives (the kernel drops it if the
                     // process dies), so cleanup can tell a live writer from
                     // a crashed one.
@@ -302,10 +284,9 @@ impl Backend for Local {
     }
 
     #[cfg(feature = "test-seams")]
-    fn with_seam(&self, change: &dyn Fn(&mut Seam)) -> Option<Arc<dyn Backend>> {
-        let mut seam = self.seam().clone();
-        change(&mut seam);
-        Some(Arc::new(Local::at(self.root().to_path_buf(), seam)))
+    fn with_fs(&self, wrap: &dyn Fn(Arc<dyn Fs>) -> Arc<dyn Fs>) -> Option<Arc<dyn Backend>> {
+        let fs = wrap(self.0.fs.clone());
+        Some(Arc::new(Local::at(self.root().to_path_buf(), fs)))
     }
 
     #[cfg(feature = "test-seams")]
@@ -381,9 +362,9 @@ impl Maintain for Local {
 }
 
 /// Whether `path` still names the open `file`.
-pub(crate) fn same_file(file: &fs::File, path: &Path) -> bool {
+pub(crate) fn same_file(file: &std::fs::File, path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    match (file.metadata(), fs::symlink_metadata(path)) {
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
         (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
         _ => false,
     }
@@ -394,14 +375,16 @@ pub(crate) fn same_file(file: &fs::File, path: &Path) -> bool {
 /// `root`, every directory is opened relative to the last one with
 /// `O_NOFOLLOW | O_DIRECTORY`, so a shard or `v1/objects` replaced by a link
 /// is refused, not read through.
-pub(crate) fn open_regular(root: &Path, path: &Path) -> Result<fs::File, StoreError> {
+pub(crate) fn open_regular(root: &Path, path: &Path) -> Result<std::fs::File, StoreError> {
     use rustix::fs::{openat, Mode, OFlags, CWD};
     let refuse = |e: rustix::io::Errno, at: &Path| match e {
         rustix::io::Errno::LOOP => StoreError::Symlink {
             path: at.to_path_buf(),
         },
         // O_NOFOLLOW | O_DIRECTORY on a link says ENOTDIR.
-        rustix::io::Errno::NOTDIR if fs::symlink_metadata(at).is_ok_and(|m| m.is_symlink()) => {
+        rustix::io::Errno::NOTDIR
+            if std::fs::symlink_metadata(at).is_ok_and(|m| m.is_symlink()) =>
+        {
             StoreError::Symlink {
                 path: at.to_path_buf(),
             }
@@ -442,7 +425,7 @@ pub(crate) fn open_regular(root: &Path, path: &Path) -> Result<fs::File, StoreEr
         }
         Err(_) => openat(CWD, path, file_flags, Mode::empty()).map_err(|e| refuse(e, path))?,
     };
-    let file = fs::File::from(fd);
+    let file = std::fs::File::from(fd);
     let meta = file.metadata().map_err(StoreError::io("inspect", path))?;
     if !meta.is_file() {
         return Err(StoreError::WrongKind {

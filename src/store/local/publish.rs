@@ -7,9 +7,9 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::super::seam::{FaultPoint, Op, Seam};
 use super::super::write::{Commit, ObjectOut, ObjectWriter};
 use super::super::{Durability, StoreError, StoredObject, WriteOptions};
+use super::fs::link_no_clobber;
 use super::{same_file, Local};
 use crate::sys;
 
@@ -21,13 +21,12 @@ const WRITEBACK_EVERY: u64 = 8 << 20;
 struct TempFile {
     path: PathBuf,
     live: bool,
-    seam: Seam,
+    store: Local,
 }
 
 impl TempFile {
     fn remove(&mut self) -> io::Result<()> {
-        fs::remove_file(&self.path)?;
-        self.seam.record(Op::Remove(&self.path));
+        self.store.fs().remove_file(&self.path)?;
         self.live = false;
         Ok(())
     }
@@ -48,25 +47,22 @@ struct FileSink {
     written: u64,
     flushed_to: u64,
     early_writeback: bool,
-    seam: Seam,
+    store: Local,
 }
 
 impl FileSink {
     /// fsyncs the file's data (and size).
     fn sync(&self) -> io::Result<()> {
-        self.seam.check(FaultPoint::Fsync)?;
-        self.file.sync_data()?;
-        self.seam.record(Op::Fsync(&self.path));
-        Ok(())
+        self.store.fs().sync(&self.file, &self.path)
     }
 }
 
 impl Write for FileSink {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.seam.check(FaultPoint::Write)?;
-        let n = self.file.write(buf)?;
-        self.seam
-            .record(Op::Write(&self.path, self.written, &buf[..n]));
+        let n = self
+            .store
+            .fs()
+            .write(&mut self.file, &self.path, self.written, buf)?;
         self.written += n as u64;
         if self.early_writeback && self.written - self.flushed_to >= WRITEBACK_EVERY {
             sys::start_writeback(&self.file, self.flushed_to, self.written - self.flushed_to);
@@ -91,11 +87,10 @@ impl LocalOut {
     /// A writer into a private temp file of `store`.
     pub(crate) fn writer(store: Local, opts: WriteOptions) -> Result<ObjectWriter, StoreError> {
         let (path, file) = store.create_temp()?;
-        let seam = store.seam().clone();
         let temp = TempFile {
             path: path.clone(),
             live: true,
-            seam: seam.clone(),
+            store: store.clone(),
         };
         let file = FileSink {
             file,
@@ -103,7 +98,7 @@ impl LocalOut {
             written: 0,
             flushed_to: 0,
             early_writeback: opts.durability_mode() == Durability::Durable,
-            seam,
+            store: store.clone(),
         };
         let out = LocalOut { store, temp, file };
         Ok(ObjectWriter::new(Box::new(out), opts))
@@ -165,11 +160,7 @@ fn publish(
         dedup: false,
         modified: None,
     };
-    let seam = store.seam().clone();
-    let link = |from: &Path, to: &Path| {
-        seam.check(FaultPoint::Publish)?;
-        publish_no_clobber(from, to, &seam)
-    };
+    let link = |from: &Path, to: &Path| link_no_clobber(store.fs(), from, to);
     match link(&temp.path, &dest) {
         Ok(()) => {
             // Mark it used now, through our own inode, then make sure the
@@ -198,10 +189,10 @@ fn publish(
             if let Some(hit) = store.dedup_hit(&id)? {
                 return Ok(hit);
             }
-            seam.check(FaultPoint::Publish)
-                .and_then(|()| fs::rename(&temp.path, &dest))
+            store
+                .fs()
+                .rename(&temp.path, &dest)
                 .map_err(StoreError::io("replace corrupt object", &dest))?;
-            seam.record(Op::Rename(&temp.path, &dest));
             temp.live = false;
         }
         Err(e) => return Err(StoreError::io("publish", &dest)(e)),
@@ -215,21 +206,4 @@ fn publish(
         store.sync_dir(&shard)?;
     }
     Ok(stored)
-}
-
-/// Publishes `from` as `to` unless `to` exists: `link(2)`, or on filesystems
-/// without hard links a rename that never replaces.
-fn publish_no_clobber(from: &Path, to: &Path, seam: &Seam) -> io::Result<()> {
-    match fs::hard_link(from, to) {
-        Ok(()) => {
-            seam.record(Op::Link(from, to));
-            Ok(())
-        }
-        Err(e) if sys::link_unsupported(&e) => {
-            sys::rename_noreplace(from, to)?;
-            seam.record(Op::Rename(from, to));
-            Ok(())
-        }
-        Err(e) => Err(e),
-    }
 }

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::io::{self, Seek, Write};
+use std::io::{self, Seek};
 use std::time::{Duration, SystemTime};
 
 use futures_util::StreamExt;
@@ -11,6 +11,7 @@ use object_store::{ObjectStoreExt, PutPayload};
 
 use super::Remote;
 use crate::store::format::one_match;
+use crate::store::local::fs::link_no_clobber;
 use crate::store::maintain::{
     choose_and_remove, CorruptObject, GcOptions, GcReport, References, Stats, VerifyReport,
 };
@@ -83,7 +84,10 @@ impl Remote {
 
     fn evict(&self, id: &ContentId) {
         for encoding in Encoding::ALL {
-            let _ = fs::remove_file(self.cache.object_path(id, encoding));
+            let _ = self
+                .cache
+                .fs()
+                .remove_file(&self.cache.object_path(id, encoding));
         }
     }
 
@@ -102,15 +106,19 @@ impl Remote {
         };
         let (tmp, mut file) = self.cache.create_temp()?;
         let remove = |e: StoreError| {
-            let _ = fs::remove_file(&tmp);
+            let _ = self.cache.fs().remove_file(&tmp);
             e
         };
         let copied: Result<(), StoreError> = self.block_on(async {
             let mut stream = got.into_stream();
+            let mut at = 0u64;
             while let Some(chunk) = stream.next().await {
                 let chunk = chunk.map_err(|e| self.err("read", &key, e))?;
-                file.write_all(&chunk)
+                self.cache
+                    .fs()
+                    .write_all(&mut file, &tmp, at, &chunk)
                     .map_err(StoreError::io("write", &tmp))?;
+                at += chunk.len() as u64;
             }
             Ok(())
         });
@@ -145,13 +153,13 @@ impl Remote {
                     self.cache.ensure_base()?;
                     self.cache.ensure_dir(shard)?;
                 }
-                match fs::hard_link(&tmp, &dest) {
+                match link_no_clobber(self.cache.fs(), &tmp, &dest) {
                     Ok(()) => Ok(()),
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
                     Err(e) => Err(StoreError::io("cache", &dest)(e)),
                 }
             })();
-            let _ = fs::remove_file(&tmp);
+            let _ = self.cache.fs().remove_file(&tmp);
             published?;
             self.trim_cache(id);
             return Ok(());
@@ -271,7 +279,7 @@ impl Remote {
         for (i, (obj, _)) in objects.iter().enumerate() {
             match self.download(&obj.id, obj.encoding) {
                 Ok(Some((tmp, info))) => {
-                    let _ = fs::remove_file(tmp);
+                    let _ = self.cache.fs().remove_file(&tmp);
                     report.ok += 1;
                     report.ok_bytes += info.bytes;
                 }
