@@ -261,7 +261,7 @@ struct Spilling {
     /// The object being written, or why the store failed (the stream is
     /// still measured to its end); `None` when the input is stored
     /// elsewhere ([`Spiller::apply`]).
-    sink: Option<Storing>,
+    storing: Option<Storing>,
     stored: u64,
     max_stored: u64,
     /// The JSON preview's state, when the policy reads JSON (on a thread
@@ -296,8 +296,8 @@ impl Spilling {
         if part.is_empty() {
             return;
         }
-        if let Some(sink) = self.sink.as_mut() {
-            sink.write(part);
+        if let Some(storing) = self.storing.as_mut() {
+            storing.write(part);
             self.stored += part.len() as u64;
         }
     }
@@ -410,7 +410,7 @@ impl Stage {
             } else {
                 cap + TAIL_CONTEXT
             }),
-            sink: (!self.store_elsewhere)
+            storing: (!self.store_elsewhere)
                 .then(|| Storing::start(&self.spiller.store, policy.write_options())),
             stored: 0,
             max_stored: policy.max_spill_bytes(),
@@ -520,8 +520,8 @@ impl Stage {
                 conclude(policy, &facts, &head, &head, stored, json, rendered)
             }
             Some(sp) => {
-                let stored = match (sp.sink, elsewhere) {
-                    (Some(sink), _) => sink.finish(&spiller.store),
+                let stored = match (sp.storing, elsewhere) {
+                    (Some(storing), _) => storing.finish(&spiller.store),
                     (None, Some(stored)) => stored,
                     // `apply` gives what it stored whenever it stores it.
                     (None, None) => {

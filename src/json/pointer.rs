@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::scan::{Kind, Offset, Sink};
+use super::scan::{Kind, Offset, Tokens};
 
 /// A parsed JSON Pointer: `""` names the whole document, `/a/0/b~1c` the
 /// member `b/c` of the first element of member `a`.
@@ -260,7 +260,7 @@ impl<'a> Find<'a> {
     }
 }
 
-impl Sink for Find<'_> {
+impl Tokens for Find<'_> {
     fn begin(&mut self, kind: Kind, at: Offset) {
         let (on_path, target) = self.value_start(at);
         self.stack.push(Level {

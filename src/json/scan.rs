@@ -3,7 +3,7 @@
 //! document.
 //!
 //! It checks the grammar (not UTF-8: the stage's measure does that) and
-//! reports each token to a [`Sink`] with its byte offsets. A string's raw
+//! reports each token to a [`Tokens`] with its byte offsets. A string's raw
 //! content (escapes as written) comes in parts, so a string of any length
 //! costs nothing to scan. Nesting of any depth costs one bit a level.
 
@@ -18,7 +18,7 @@ pub(crate) enum Kind {
 }
 
 /// What the tokenizer reports, in document order.
-pub(crate) trait Sink {
+pub(crate) trait Tokens {
     /// `[` or `{` at `at`.
     fn begin(&mut self, kind: Kind, at: Offset);
     /// The matching `]` or `}`; `end` is the offset just past it.
@@ -213,7 +213,7 @@ impl Scanner {
     }
 
     /// Feeds the next chunk. After an error, further input is ignored.
-    pub(crate) fn feed<S: Sink>(&mut self, chunk: &[u8], sink: &mut S) {
+    pub(crate) fn feed<S: Tokens>(&mut self, chunk: &[u8], sink: &mut S) {
         let base = self.pos;
         self.pos = base + chunk.len() as u64;
         let n = chunk.len();
@@ -594,13 +594,13 @@ impl Scanner {
         }
     }
 
-    fn emit_scalar<S: Sink>(&mut self, end: Offset, sink: &mut S) {
+    fn emit_scalar<S: Tokens>(&mut self, end: Offset, sink: &mut S) {
         let raw = (!self.scalar_long).then_some(self.scalar.as_slice());
         sink.scalar(raw, self.scalar_at, end);
     }
 
     /// Ends the input: whether it was exactly one JSON document.
-    pub(crate) fn finish<S: Sink>(&mut self, sink: &mut S) -> Result<(), NotJson> {
+    pub(crate) fn finish<S: Tokens>(&mut self, sink: &mut S) -> Result<(), NotJson> {
         if let Some(e) = self.error {
             return Err(e);
         }
@@ -684,7 +684,7 @@ mod tests {
     #[derive(Default)]
     struct Log(String);
 
-    impl Sink for Log {
+    impl Tokens for Log {
         fn begin(&mut self, kind: Kind, at: Offset) {
             self.0 += &format!("{}@{at} ", if kind == Kind::Array { "[" } else { "{" });
         }
@@ -831,7 +831,7 @@ mod tests {
         let doc = "[".repeat(depth) + &"]".repeat(depth);
         let mut s = Scanner::new();
         struct Quiet;
-        impl Sink for Quiet {
+        impl Tokens for Quiet {
             fn begin(&mut self, _: Kind, _: Offset) {}
             fn end(&mut self, _: Offset) {}
             fn str_begin(&mut self, _: bool, _: Offset) {}

@@ -30,7 +30,7 @@
 
 use std::collections::VecDeque;
 
-use super::scan::{Kind, Offset, Scanner, Sink};
+use super::scan::{Kind, Offset, Scanner, Tokens};
 
 /// The cost charged for each kept node on top of its bytes.
 pub(crate) const NODE_COST: usize = 48;
@@ -728,7 +728,7 @@ impl Builder {
     }
 }
 
-impl Sink for Builder {
+impl Tokens for Builder {
     fn begin(&mut self, kind: Kind, at: Offset) {
         let at = at + self.base;
         if self.opaque_value() {
@@ -1133,7 +1133,7 @@ impl Gated<'_> {
     }
 }
 
-impl Sink for Gated<'_> {
+impl Tokens for Gated<'_> {
     fn begin(&mut self, kind: Kind, at: Offset) {
         if self.gate.level > 0 {
             let direct = self.gate.level == 1 && !self.gate.object;

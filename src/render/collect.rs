@@ -3,7 +3,7 @@
 //! rendering of the last raw bytes.
 
 use super::side::{Folder, Side};
-use super::terminal::{Sink, Span};
+use super::terminal::{LineOut, Span};
 use crate::salient::{Candidate, Group};
 
 /// The collected parts, at the end.
@@ -77,7 +77,7 @@ impl Collector {
     }
 }
 
-impl Sink for Collector {
+impl LineOut for Collector {
     fn line(&mut self, text: &str, newline: bool, span: Span) {
         if self.full {
             return;
@@ -119,7 +119,7 @@ pub(crate) struct TailCollector {
     pub(crate) folder: Folder,
 }
 
-impl Sink for TailCollector {
+impl LineOut for TailCollector {
     fn line(&mut self, text: &str, newline: bool, span: Span) {
         self.folder
             .push(&mut self.side, text, newline, span, span.line);
@@ -137,7 +137,7 @@ impl Plain {
     }
 }
 
-impl Sink for Plain {
+impl LineOut for Plain {
     fn line(&mut self, text: &str, newline: bool, _: Span) {
         self.0.push_str(text);
         if newline {

@@ -16,7 +16,7 @@
 //!   PM, SOS strings, private modes) is dropped, and so are the other C0 and
 //!   C1 controls. No ESC byte is ever in the output.
 //!
-//! Lines leave the model (to a [`Sink`]) once they are [`WINDOW`] lines
+//! Lines leave the model (to a [`LineOut`]) once they are [`WINDOW`] lines
 //! above the cursor's line, or at the end. Each carries the raw span it was
 //! made from, so a preview of the rendered text can name the raw bytes and
 //! lines it leaves out.
@@ -25,7 +25,7 @@
 //!
 //! Most output is plain: whole lines with no control byte but `\n` and
 //! `\t`, valid UTF-8. When the parser is at rest at the start of a line,
-//! such a run is handed on as it is ([`Sink::block`]), keeping only its last
+//! such a run is handed on as it is ([`LineOut::block`]), keeping only its last
 //! [`WINDOW`] lines in the model. The result is the same as the slow path's
 //! (the tests check both against each other), and it does not depend on how
 //! the input is chunked: every decision depends on the bytes alone.
@@ -67,7 +67,7 @@ pub(crate) struct Span {
 }
 
 /// Where rendered lines go.
-pub(crate) trait Sink {
+pub(crate) trait LineOut {
     /// A finished line (`newline`) or a piece of an over-long one.
     fn line(&mut self, text: &str, newline: bool, span: Span);
     /// A run of whole plain lines, rendered text equal to the raw bytes,
@@ -261,7 +261,7 @@ impl Screen {
     }
 
     /// Hands the oldest rows on until at most `keep` are above the bottom.
-    fn emit_above<S: Sink>(&mut self, sink: &mut S, keep: usize) {
+    fn emit_above<S: LineOut>(&mut self, sink: &mut S, keep: usize) {
         while self.rows.len() > keep + 1 {
             let Some(r) = self.rows.pop_front() else {
                 return;
@@ -287,7 +287,7 @@ impl Screen {
         }
     }
 
-    fn newline<S: Sink>(&mut self, sink: &mut S) {
+    fn newline<S: LineOut>(&mut self, sink: &mut S) {
         if self.row < self.bottom() {
             self.row += 1;
         } else {
@@ -302,7 +302,7 @@ impl Screen {
 
     /// A cursor move up that the window cannot follow: the redraw goes on
     /// a new line, below what is there.
-    fn past_window<S: Sink>(&mut self, sink: &mut S) {
+    fn past_window<S: LineOut>(&mut self, sink: &mut S) {
         self.row = self.bottom();
         if self.rows[self.row].chars > 0 {
             let line = self.newlines + 1;
@@ -313,7 +313,7 @@ impl Screen {
         self.col = 0;
     }
 
-    fn up<S: Sink>(&mut self, sink: &mut S, n: usize) {
+    fn up<S: LineOut>(&mut self, sink: &mut S, n: usize) {
         if n > self.row {
             self.past_window(sink);
         } else {
@@ -325,7 +325,7 @@ impl Screen {
         self.row = self.row.saturating_add(n).min(self.bottom());
     }
 
-    fn print<S: Sink>(&mut self, sink: &mut S, c: char) {
+    fn print<S: LineOut>(&mut self, sink: &mut S, c: char) {
         if self.col >= MAX_ROW {
             if self.row != self.bottom() {
                 // An old row past its cap takes no more.
@@ -341,7 +341,7 @@ impl Screen {
 
     /// Writes printable text at the cursor: what `print` does for each of
     /// its characters.
-    fn print_str<S: Sink>(&mut self, sink: &mut S, text: &str) {
+    fn print_str<S: LineOut>(&mut self, sink: &mut S, text: &str) {
         let n = if text.is_ascii() {
             text.len()
         } else {
@@ -361,7 +361,7 @@ impl Screen {
 
     /// Hands the over-long bottom row on as a piece; the cursor continues
     /// on a fresh row, as far right of it as it was of the piece.
-    fn flush_bottom<S: Sink>(&mut self, sink: &mut S) {
+    fn flush_bottom<S: LineOut>(&mut self, sink: &mut S) {
         self.emit_above(sink, 0);
         let Some(r) = self.rows.pop_back() else {
             return;
@@ -409,7 +409,7 @@ fn param(params: &vte::Params, i: usize, default: usize) -> usize {
     }
 }
 
-impl<S: Sink> vte::Perform for Perf<'_, S> {
+impl<S: LineOut> vte::Perform for Perf<'_, S> {
     fn print(&mut self, c: char) {
         self.screen.ground = true;
         if ('\u{7f}'..='\u{9f}').contains(&c) {
@@ -702,7 +702,7 @@ impl Terminal {
     }
 
     /// Renders the next chunk of raw input.
-    pub(crate) fn feed<S: Sink>(&mut self, sink: &mut S, mut data: &[u8]) {
+    pub(crate) fn feed<S: LineOut>(&mut self, sink: &mut S, mut data: &[u8]) {
         // The parser is never handed a character cut by a chunk's end: it
         // waits in `carry` for the rest.
         if self.carry == b"\r" {
@@ -740,7 +740,7 @@ impl Terminal {
     }
 
     /// Feeds input that does not end inside a character.
-    fn feed_whole<S: Sink>(&mut self, sink: &mut S, mut data: &[u8]) {
+    fn feed_whole<S: LineOut>(&mut self, sink: &mut S, mut data: &[u8]) {
         while !data.is_empty() {
             if self.at_rest() && self.screen.end == self.screen.region {
                 let n = self.fast(sink, data);
@@ -770,7 +770,7 @@ impl Terminal {
 
     /// The slow path over one region piece (it ends at most at the
     /// region's end).
-    fn slow<S: Sink>(&mut self, sink: &mut S, piece: &[u8]) {
+    fn slow<S: LineOut>(&mut self, sink: &mut S, piece: &[u8]) {
         self.screen.end += piece.len() as u64;
         let mut rest = piece;
         while !rest.is_empty() {
@@ -862,7 +862,7 @@ impl Terminal {
 
     /// Counts `n` bytes against the open escape sequence, if any; one that
     /// has taken its most is ended (CAN, which every terminal obeys).
-    fn spend_escape<S: Sink>(&mut self, sink: &mut S, n: usize) {
+    fn spend_escape<S: LineOut>(&mut self, sink: &mut S, n: usize) {
         if self.screen.ground {
             return;
         }
@@ -881,7 +881,7 @@ impl Terminal {
     /// ESC, a `\n` or a character the fast rules leave to the parser),
     /// written at the cursor as the parser would. Returns how many bytes it
     /// took.
-    fn text_run<S: Sink>(&mut self, sink: &mut S, data: &[u8]) -> usize {
+    fn text_run<S: LineOut>(&mut self, sink: &mut S, data: &[u8]) -> usize {
         let mut n = plain_prefix(data);
         if let Some(nl) = memchr::memchr(b'\n', &data[..n]) {
             n = nl;
@@ -898,7 +898,7 @@ impl Terminal {
 
     /// The fast path: whole plain lines from the start of `data`. Returns
     /// how many bytes it took.
-    fn fast<S: Sink>(&mut self, sink: &mut S, data: &[u8]) -> usize {
+    fn fast<S: LineOut>(&mut self, sink: &mut S, data: &[u8]) -> usize {
         let plain = plain_prefix(data);
         let Some(last_nl) = memchr::memrchr(b'\n', &data[..plain]) else {
             return 0;
@@ -956,7 +956,7 @@ impl Terminal {
     }
 
     /// Hands on every row left, at the end of the input.
-    pub(crate) fn finish<S: Sink>(mut self, sink: &mut S) {
+    pub(crate) fn finish<S: LineOut>(mut self, sink: &mut S) {
         if self.carry == b"\r" {
             // A carriage return as the last byte.
             let carry = std::mem::take(&mut self.carry);

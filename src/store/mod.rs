@@ -420,7 +420,7 @@ impl Store {
     /// list and maintenance operations say the sink is the harness's to
     /// read. See [`SpillSink`].
     pub fn from_sink(sink: impl SpillSink + 'static) -> Store {
-        Store::over(Arc::new(sink::SinkBackend::new(Box::new(sink))))
+        Store::over(Arc::new(sink::SpillSinkBackend::new(Box::new(sink))))
     }
 
     /// A store in memory: objects in the same encodings and verified by the

@@ -104,22 +104,22 @@ pub trait SpillWriter: Send {
 }
 
 /// A store over a harness's sink: writes only.
-pub(crate) struct SinkBackend {
+pub(crate) struct SpillSinkBackend {
     sink: Box<dyn SpillSink>,
     location: Location,
 }
 
-impl fmt::Debug for SinkBackend {
+impl fmt::Debug for SpillSinkBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SinkBackend")
+        f.debug_struct("SpillSinkBackend")
             .field("sink", &self.sink)
             .finish()
     }
 }
 
-impl SinkBackend {
-    pub(crate) fn new(sink: Box<dyn SpillSink>) -> SinkBackend {
-        SinkBackend {
+impl SpillSinkBackend {
+    pub(crate) fn new(sink: Box<dyn SpillSink>) -> SpillSinkBackend {
+        SpillSinkBackend {
             location: Location::Sink(sink.name()),
             sink,
         }
@@ -209,7 +209,7 @@ impl io::Write for SinkOut {
     }
 }
 
-impl Backend for SinkBackend {
+impl Backend for SpillSinkBackend {
     fn location(&self) -> &Location {
         &self.location
     }

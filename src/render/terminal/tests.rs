@@ -7,7 +7,7 @@ struct Text {
     spans: Vec<(String, Span)>,
 }
 
-impl Sink for Text {
+impl LineOut for Text {
     fn line(&mut self, text: &str, newline: bool, span: Span) {
         self.out.push_str(text);
         if newline {

@@ -41,7 +41,7 @@ impl Drop for TempFile {
 }
 
 /// The file, counting what is written and starting early writeback.
-struct FileSink {
+struct TempWriter {
     file: fs::File,
     path: PathBuf,
     written: u64,
@@ -50,14 +50,14 @@ struct FileSink {
     store: Local,
 }
 
-impl FileSink {
+impl TempWriter {
     /// fsyncs the file's data (and size).
     fn sync(&self) -> io::Result<()> {
         self.store.fs().sync(&self.file, &self.path)
     }
 }
 
-impl Write for FileSink {
+impl Write for TempWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self
             .store
@@ -80,7 +80,7 @@ impl Write for FileSink {
 pub(crate) struct LocalOut {
     store: Local,
     temp: TempFile,
-    file: FileSink,
+    file: TempWriter,
 }
 
 impl LocalOut {
@@ -92,7 +92,7 @@ impl LocalOut {
             live: true,
             store: store.clone(),
         };
-        let file = FileSink {
+        let file = TempWriter {
             file,
             path,
             written: 0,
