@@ -63,6 +63,7 @@ mod outcome;
 mod policy;
 mod preview;
 mod render;
+mod ring;
 mod salient;
 mod stage;
 mod store;

@@ -11,6 +11,7 @@ use crate::outcome::{ContentFormat, Outcome, StoreFailure, TokenCount};
 use crate::policy::{OnStoreError, Policy, PolicyError};
 use crate::preview::{self, TAIL_CONTEXT};
 use crate::render::{self, Parts, Render, Renderer};
+use crate::ring::ByteRing;
 use crate::store::{Store, StoreError, StoredObject};
 use crate::storing::Storing;
 use crate::threads::Parallelism;
@@ -196,68 +197,10 @@ impl std::error::Error for FinishError {
 /// each piece is counted, hashed and written while it is still in cache.
 const PIECE: usize = 256 << 10;
 
-/// The last `cap` bytes of a stream.
-struct TailRing {
-    buf: Vec<u8>,
-    cap: usize,
-    /// Where the oldest byte is, once `buf` is full.
-    start: usize,
-}
-
-impl TailRing {
-    fn new(cap: usize) -> Self {
-        TailRing {
-            buf: Vec::new(),
-            cap,
-            start: 0,
-        }
-    }
-
-    fn push(&mut self, data: &[u8]) {
-        if data.len() >= self.cap {
-            self.buf.clear();
-            self.buf.extend_from_slice(&data[data.len() - self.cap..]);
-            self.start = 0;
-            return;
-        }
-        let room = self.cap - self.buf.len();
-        if room > 0 {
-            let n = room.min(data.len());
-            self.buf.extend_from_slice(&data[..n]);
-            self.push_full(&data[n..]);
-        } else {
-            self.push_full(data);
-        }
-    }
-
-    fn push_full(&mut self, mut data: &[u8]) {
-        while !data.is_empty() {
-            let n = (self.cap - self.start).min(data.len());
-            self.buf[self.start..self.start + n].copy_from_slice(&data[..n]);
-            self.start = (self.start + n) % self.cap;
-            data = &data[n..];
-        }
-    }
-
-    fn last(&self) -> Option<u8> {
-        if self.buf.len() < self.cap {
-            self.buf.last().copied()
-        } else {
-            let i = (self.start + self.cap - 1) % self.cap;
-            self.buf.get(i).copied()
-        }
-    }
-
-    fn into_vec(mut self) -> Vec<u8> {
-        self.buf.rotate_left(self.start);
-        self.buf
-    }
-}
-
 /// The state once the input is over budget.
 struct Spilling {
     measure: Measure,
-    tail: TailRing,
+    tail: ByteRing,
     /// The object being written, or why the store failed (the stream is
     /// still measured to its end); `None` when the input is stored
     /// elsewhere ([`Spiller::apply`]).
@@ -405,7 +348,7 @@ impl Stage {
             measure: Measure::new(),
             // The terminal render's tail is rendered from the last raw
             // bytes, at the end.
-            tail: TailRing::new(if terminal {
+            tail: ByteRing::new(if terminal {
                 render::raw_window(cap)
             } else {
                 cap + TAIL_CONTEXT
@@ -917,22 +860,6 @@ fn failed_or(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tail_ring_keeps_the_last_bytes_for_any_chunking() {
-        let data: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
-        for cap in [1, 7, 64, 999, 1000, 1001] {
-            for chunk in [1, 3, 64, 500, 1000] {
-                let mut r = TailRing::new(cap);
-                for c in data.chunks(chunk) {
-                    r.push(c);
-                }
-                let want = &data[data.len().saturating_sub(cap)..];
-                assert_eq!(r.last(), data.last().copied(), "cap {cap} chunk {chunk}");
-                assert_eq!(r.into_vec(), want, "cap {cap} chunk {chunk}");
-            }
-        }
-    }
 
     #[test]
     fn the_smallest_budget_is_exactly_what_with_budget_takes() {

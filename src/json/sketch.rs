@@ -31,6 +31,7 @@
 use std::collections::VecDeque;
 
 use super::scan::{Kind, Offset, Scanner, Tokens};
+use crate::ring::ByteRing;
 
 /// The cost charged for each kept node on top of its bytes.
 pub(crate) const NODE_COST: usize = 48;
@@ -179,78 +180,9 @@ impl Child {
     }
 }
 
-/// The last `cap` bytes of the stream, addressed by stream offset.
-pub(crate) struct Window {
-    buf: Vec<u8>,
-    cap: usize,
-    /// Where the oldest byte is, once `buf` is full.
-    start: usize,
-    /// The offset just past the newest byte.
-    end: u64,
-}
-
-impl Window {
-    pub(crate) fn new(cap: usize) -> Self {
-        Window {
-            buf: Vec::new(),
-            cap,
-            start: 0,
-            end: 0,
-        }
-    }
-
-    pub(crate) fn push(&mut self, data: &[u8]) {
-        self.end += data.len() as u64;
-        if self.cap == 0 {
-            return;
-        }
-        if data.len() >= self.cap {
-            self.buf.clear();
-            self.buf.extend_from_slice(&data[data.len() - self.cap..]);
-            self.start = 0;
-            return;
-        }
-        let mut data = data;
-        if self.buf.len() < self.cap {
-            let n = (self.cap - self.buf.len()).min(data.len());
-            self.buf.extend_from_slice(&data[..n]);
-            data = &data[n..];
-        }
-        while !data.is_empty() {
-            let n = (self.cap - self.start).min(data.len());
-            self.buf[self.start..self.start + n].copy_from_slice(&data[..n]);
-            self.start = (self.start + n) % self.cap;
-            data = &data[n..];
-        }
-    }
-
-    /// The offset of the oldest byte held.
-    fn oldest(&self) -> u64 {
-        self.end - self.buf.len() as u64
-    }
-
-    /// Bytes `from..to` of the stream, when all of them are held.
-    fn copy(&self, from: u64, to: u64) -> Option<Vec<u8>> {
-        if from < self.oldest() || to > self.end || from > to {
-            return None;
-        }
-        let len = self.buf.len();
-        let phys = |p: u64| (self.start + (p - self.oldest()) as usize) % len.max(1);
-        let (a, n) = (phys(from), (to - from) as usize);
-        let mut out = Vec::with_capacity(n);
-        if a + n <= len {
-            out.extend_from_slice(&self.buf[a..a + n]);
-        } else {
-            out.extend_from_slice(&self.buf[a..]);
-            out.extend_from_slice(&self.buf[..n - (len - a)]);
-        }
-        Some(out)
-    }
-}
-
 /// The pending member name of an object frame on the tail side, from the
 /// window.
-fn tail_name(window: &Window, f: &Frame) -> Option<Box<[u8]>> {
+fn tail_name(window: &ByteRing, f: &Frame) -> Option<Box<[u8]>> {
     if f.container.kind != Kind::Object || f.key_end <= f.key_from + 1 {
         return None;
     }
@@ -350,7 +282,7 @@ pub(crate) struct Builder {
     base: u64,
     /// The last bytes of the stream; the caller pushes each chunk before
     /// it scans it.
-    pub(crate) window: Window,
+    pub(crate) window: ByteRing,
     stack: Vec<Frame>,
     /// Levels of nesting past the keep depth, and the child count of the
     /// outermost of them.
@@ -381,7 +313,7 @@ impl Builder {
         Builder {
             keep,
             base: 0,
-            window: Window::new(keep.window),
+            window: ByteRing::new(keep.window),
             stack: Vec::new(),
             opaque: 0,
             opaque_count: 0,
