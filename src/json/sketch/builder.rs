@@ -1,188 +1,17 @@
-//! The sketch: what of a JSON document a preview can use, kept while the
-//! document streams past, in memory bounded by the budget.
-//!
-//! # What is kept
-//!
-//! * **Head side.** Values in document order until their cost reaches
-//!   `head_cost` (like the text head): each one whole, down to the keep
-//!   depth.
-//! * **Tail side.** Once a container stops taking head-side children, its
-//!   later children are only noted: where each starts and ends. The last
-//!   `window` bytes of the stream are kept as they are, so whichever of those
-//!   children are still in the window when their container closes are
-//!   parsed again from it, and only then. A child larger than the window is
-//!   sketched when it closes (its own last children, a long string's head
-//!   and tail), so the newest child is never lost. What fell out of the
-//!   window goes to the container's gap. So the tail side costs almost
-//!   nothing per value, and holds the last values before each container
-//!   ends.
-//! * **Strings** keep their first and last `str_keep` raw bytes; **numbers**
-//!   longer than [`MAX_SCALAR`](super::scan::MAX_SCALAR) bytes keep only their
-//!   length; **containers** deeper than `keep_depth` keep only their kind and
-//!   count.
-//! * **Gaps** count what was dropped: children, raw bytes, and the first and
-//!   last dropped index.
-//!
-//! A node's cost is the raw bytes it keeps plus [`NODE_COST`] for its
-//! bookkeeping. Memory: the head side (`head_cost`), the window, and for
-//! each open container at most two sketched children larger than the
-//! window.
+//! Building the sketch from the tokenizer's events: the head side in
+//! document order, the tail side noted and parsed again from the window
+//! when its container closes.
 
 use std::collections::VecDeque;
 
-use super::scan::{Kind, Offset, Scanner, Tokens};
+use super::super::scan::{Kind, Offset, Scanner, Tokens};
+use super::tree::{compact_len, Child, Container, Gap, Node, Str, KEY_SET_CAP};
+use super::{Keep, NODE_COST};
 use crate::ring::ByteRing;
-
-/// The cost charged for each kept node on top of its bytes.
-pub(crate) const NODE_COST: usize = 48;
-
-/// How much to keep.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Keep {
-    pub head_cost: usize,
-    pub window: usize,
-    pub str_keep: usize,
-    pub max_key: usize,
-    pub keep_depth: usize,
-}
-
-/// A kept value.
-#[derive(Debug)]
-pub(crate) enum Node {
-    /// A number or literal, whole.
-    Scalar(Box<[u8]>),
-    /// A number too long to keep.
-    LongNumber,
-    /// A string: its raw content's first and last bytes.
-    Str(Str),
-    /// An array or object.
-    Container(Box<Container>),
-    /// A container past the keep depth: only its kind and child count.
-    Summary { kind: Kind, count: u64 },
-}
-
-/// A string's kept raw content (escapes as written).
-#[derive(Debug, Default)]
-pub(crate) struct Str {
-    /// The first bytes; the whole content when `len == head.len()`.
-    pub head: Vec<u8>,
-    /// The last bytes, when the content is longer than `head`.
-    pub tail: Vec<u8>,
-    /// Raw content length.
-    pub len: u64,
-}
-
-impl Str {
-    pub(crate) fn complete(&self) -> bool {
-        self.len == self.head.len() as u64
-    }
-}
-
-/// A container's kept children and what was dropped between them.
-#[derive(Debug)]
-pub(crate) struct Container {
-    pub kind: Kind,
-    /// The first children, in order.
-    pub head: Vec<Child>,
-    /// The dropped children, all between `head` and `tail`.
-    pub gap: Gap,
-    /// The last children, in order.
-    pub tail: VecDeque<Child>,
-    /// All children.
-    pub count: u64,
-    /// The indexes of members whose name an earlier member of this object
-    /// already has, in order: a pointer names the first member of a name,
-    /// so none names these.
-    pub repeated: Vec<u64>,
-    /// The first member whose name could not be checked against all the
-    /// earlier ones (an object of more than [`KEY_SET_CAP`] names).
-    pub unsure_from: Option<u64>,
-}
-
-/// How many member names an object remembers to find repeated ones (about
-/// 16 bytes each).
-pub(crate) const KEY_SET_CAP: usize = 1 << 16;
-
-impl Container {
-    /// Whether a pointer names the member at `index` exactly: no earlier
-    /// member has its name. Always true in an array.
-    pub(crate) fn names_exactly(&self, index: u64) -> bool {
-        self.kind == Kind::Array
-            || (self.repeated.binary_search(&index).is_err()
-                && self.unsure_from.is_none_or(|u| index < u))
-    }
-
-    /// How many kept children the head side and the tail side may take:
-    /// neither reaches across the gap.
-    pub(crate) fn sides(&self) -> (usize, usize) {
-        let all = self.head.len() + self.tail.len();
-        if self.gap.count > 0 {
-            (self.head.len(), self.tail.len())
-        } else {
-            (all, all)
-        }
-    }
-}
-
-/// Dropped children.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Gap {
-    pub count: u64,
-    /// Raw bytes from the first dropped child's start to the last's end.
-    pub first_start: Offset,
-    pub last_end: Offset,
-    pub first_index: u64,
-    pub last_index: u64,
-}
-
-/// A kept child (or the document's root).
-#[derive(Debug)]
-pub(crate) struct Child {
-    pub index: u64,
-    /// A member's name, raw (escapes as written, no quotes).
-    pub key: Option<Box<[u8]>>,
-    pub node: Node,
-    /// The value's raw byte range.
-    pub start: Offset,
-    pub end: Offset,
-    /// Bytes and bookkeeping kept, this node and all below it.
-    pub cost: usize,
-    /// The value's length as compact JSON, when all of it was kept.
-    pub compact: Option<u64>,
-}
-
-/// The compact length of a node, when all of it is kept.
-fn compact_len(node: &Node) -> Option<u64> {
-    match node {
-        Node::Scalar(raw) => Some(raw.len() as u64),
-        Node::LongNumber | Node::Summary { .. } => None,
-        Node::Str(s) => s.complete().then_some(s.len + 2),
-        Node::Container(c) => {
-            if c.gap.count > 0 {
-                return None;
-            }
-            let mut n = 2 + c.count.saturating_sub(1);
-            for k in c.head.iter().chain(c.tail.iter()) {
-                n += k.compact?;
-                if let Some(key) = &k.key {
-                    n += key.len() as u64 + 3;
-                }
-            }
-            Some(n)
-        }
-    }
-}
-
-impl Child {
-    /// Raw bytes of the value.
-    pub(crate) fn raw_len(&self) -> u64 {
-        self.end - self.start
-    }
-}
 
 /// The pending member name of an object frame on the tail side, from the
 /// window.
-fn tail_name(window: &ByteRing, f: &Frame) -> Option<Box<[u8]>> {
+pub(super) fn tail_name(window: &ByteRing, f: &Frame) -> Option<Box<[u8]>> {
     if f.container.kind != Kind::Object || f.key_end <= f.key_from + 1 {
         return None;
     }
@@ -216,7 +45,7 @@ impl Entry {
 }
 
 /// An open container.
-struct Frame {
+pub(super) struct Frame {
     container: Container,
     entries: VecDeque<Entry>,
     start: Offset,
@@ -233,7 +62,7 @@ struct Frame {
     key_end: Offset,
     /// Cost of the head-side children.
     cost: usize,
-    my_key: Option<Box<[u8]>>,
+    pub(super) my_key: Option<Box<[u8]>>,
     my_index: u64,
     /// Hashes of the member names seen so far (an object's), to find a
     /// repeated name.
@@ -277,13 +106,13 @@ struct TailStr {
 
 /// Builds the sketch from the tokenizer's events.
 pub(crate) struct Builder {
-    keep: Keep,
+    pub(super) keep: Keep,
     /// Added to every offset the tokenizer reports (for a reparse).
     base: u64,
     /// The last bytes of the stream; the caller pushes each chunk before
     /// it scans it.
     pub(crate) window: ByteRing,
-    stack: Vec<Frame>,
+    pub(super) stack: Vec<Frame>,
     /// Levels of nesting past the keep depth, and the child count of the
     /// outermost of them.
     opaque: u64,
@@ -444,7 +273,7 @@ impl Builder {
             return;
         }
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        super::pointer::unescape(raw).hash(&mut h);
+        super::super::pointer::unescape(raw).hash(&mut h);
         let h = h.finish();
         if f.keys.contains(&h) {
             // Equal hashes of different names only cost a pointer.
@@ -550,7 +379,7 @@ impl Builder {
 
     /// Whether a container starting now would be on the tail side (and so
     /// can be skimmed while it is small).
-    fn tail_side_next(&self) -> bool {
+    pub(super) fn tail_side_next(&self) -> bool {
         self.opaque == 0
             && !self.stack.is_empty()
             && !self.head_side()
@@ -560,7 +389,7 @@ impl Builder {
     /// A container skimmed from `start` to `end` with `count` children,
     /// never opened: a span when the window holds it, else its kind and
     /// count with every child in the gap.
-    fn skimmed(
+    pub(super) fn skimmed(
         &mut self,
         kind: Kind,
         start: Offset,
@@ -612,7 +441,7 @@ impl Builder {
 
     /// The quiet container grew past its limit after `count` children (the
     /// next starts at `at`): they are its gap; events flow again.
-    fn wake(&mut self, count: u64, at: Offset) {
+    pub(super) fn wake(&mut self, count: u64, at: Offset) {
         let at = at + self.base;
         let Some(f) = self.stack.last_mut() else {
             return;
@@ -1018,207 +847,5 @@ impl Tokens for Builder {
         };
         child.compact = compact_len(&child.node);
         self.finish_value(child, from, true);
-    }
-}
-
-/// Holds back the events inside a tail-side container while it is small
-/// (the builder has no use for them), and lets them through once it grows.
-#[derive(Default)]
-pub(crate) struct Gate {
-    /// Nesting inside the quiet container (0: not quiet).
-    level: u64,
-    start: Offset,
-    count: u64,
-    limit: u64,
-    object: bool,
-    /// Its member name, taken while the window held it.
-    name: Option<Box<[u8]>>,
-}
-
-/// A [`Builder`] behind its [`Gate`].
-pub(crate) struct Gated<'a> {
-    pub(crate) gate: &'a mut Gate,
-    pub(crate) builder: &'a mut Builder,
-}
-
-impl Gated<'_> {
-    /// A direct child of the quiet container starts at `at`: wake when the
-    /// container has grown past its limit. Returns whether still quiet.
-    fn child(&mut self, at: Offset) -> bool {
-        let g = &mut *self.gate;
-        if at - g.start >= g.limit {
-            let count = g.count;
-            g.level = 0;
-            // Opened now, with its name taken when it started (the window
-            // may have lost it since).
-            let kind = if g.object { Kind::Object } else { Kind::Array };
-            let name = g.name.take();
-            self.builder.begin(kind, g.start);
-            if let Some(f) = self.builder.stack.last_mut() {
-                f.my_key = f.my_key.take().or(name);
-            }
-            self.builder.wake(count, at);
-            return false;
-        }
-        g.count += 1;
-        true
-    }
-}
-
-impl Tokens for Gated<'_> {
-    fn begin(&mut self, kind: Kind, at: Offset) {
-        if self.gate.level > 0 {
-            let direct = self.gate.level == 1 && !self.gate.object;
-            if !direct || self.child(at) {
-                self.gate.level += 1;
-                return;
-            }
-        }
-        if self.builder.tail_side_next() {
-            // Skimmed without a frame until it grows.
-            *self.gate = Gate {
-                level: 1,
-                start: at,
-                count: 0,
-                limit: (self.builder.keep.window / 2) as u64,
-                object: kind == Kind::Object,
-                name: self
-                    .builder
-                    .stack
-                    .last()
-                    .and_then(|f| tail_name(&self.builder.window, f)),
-            };
-            return;
-        }
-        self.builder.begin(kind, at);
-    }
-
-    fn end(&mut self, end: Offset) {
-        if self.gate.level > 0 {
-            self.gate.level -= 1;
-            if self.gate.level > 0 {
-                return;
-            }
-            // Never woken: it was never opened either.
-            let kind = if self.gate.object {
-                Kind::Object
-            } else {
-                Kind::Array
-            };
-            let name = self.gate.name.take();
-            self.builder
-                .skimmed(kind, self.gate.start, end, self.gate.count, name);
-            return;
-        }
-        self.builder.end(end);
-    }
-
-    fn str_begin(&mut self, key: bool, at: Offset) {
-        if self.gate.level > 0 {
-            let direct = self.gate.level == 1 && (key || !self.gate.object);
-            if !direct || self.child(at) {
-                return;
-            }
-        }
-        self.builder.str_begin(key, at);
-    }
-
-    fn str_part(&mut self, raw: &[u8]) {
-        if self.gate.level == 0 {
-            self.builder.str_part(raw);
-        }
-    }
-
-    fn str_end(&mut self, end: Offset) {
-        if self.gate.level == 0 {
-            self.builder.str_end(end);
-        }
-    }
-
-    fn string(&mut self, key: bool, at: Offset, raw: &[u8], end: Offset) {
-        if self.gate.level > 0 {
-            let direct = self.gate.level == 1 && (key || !self.gate.object);
-            if !direct || self.child(at) {
-                return;
-            }
-        }
-        self.builder.string(key, at, raw, end);
-    }
-
-    fn scalar(&mut self, raw: Option<&[u8]>, at: Offset, end: Offset) {
-        if self.gate.level > 0 {
-            let direct = self.gate.level == 1 && !self.gate.object;
-            if !direct || self.child(at) {
-                return;
-            }
-        }
-        self.builder.scalar(raw, at, end);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::json::scan::Scanner;
-
-    fn keep(budget: usize) -> Keep {
-        Keep {
-            head_cost: 2 * budget,
-            window: 2 * budget,
-            str_keep: budget,
-            max_key: 256,
-            keep_depth: 16,
-        }
-    }
-
-    #[test]
-    fn memory_stays_bounded_whatever_the_document() {
-        let budget = 4096;
-        // Independent of the document's size (each is over 1,000 budgets).
-        let limit = 64 * budget;
-        let docs: Vec<Vec<u8>> = vec![
-            // Many small records.
-            {
-                let mut d = b"{\"items\":[".to_vec();
-                for i in 0..200_000 {
-                    d.extend_from_slice(format!("{{\"id\":{i},\"v\":[1,2,3]}},").as_bytes());
-                }
-                d.extend_from_slice(b"0],\"n\":1}");
-                d
-            },
-            // One long string, then more.
-            format!(
-                "[\"{}\",{}]",
-                "x".repeat(5 << 20),
-                "[1],".repeat(50_000) + "2"
-            )
-            .into_bytes(),
-            // Wide nesting, each level with many members.
-            {
-                let mut d = Vec::new();
-                for _ in 0..10 {
-                    d.extend_from_slice(b"[");
-                    d.extend_from_slice("7,".repeat(20_000).as_bytes());
-                }
-                d.extend_from_slice(b"0");
-                for _ in 0..10 {
-                    d.extend_from_slice(b"]");
-                }
-                d
-            },
-        ];
-        for doc in docs {
-            let mut s = Scanner::new();
-            let mut b = Builder::new(keep(budget));
-            let mut peak = 0;
-            for chunk in doc.chunks(64 << 10) {
-                b.window.push(chunk);
-                s.feed(chunk, &mut b);
-                peak = peak.max(b.used());
-            }
-            s.finish(&mut b).unwrap();
-            assert!(peak <= limit, "peak {peak} > {limit}");
-            assert!(b.into_root().is_some());
-        }
     }
 }

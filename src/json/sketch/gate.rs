@@ -1,0 +1,140 @@
+//! The gate in front of the builder: the events inside a small tail-side
+//! container are held back until it grows.
+
+use super::super::scan::{Kind, Offset, Tokens};
+use super::builder::{tail_name, Builder};
+
+/// Holds back the events inside a tail-side container while it is small
+/// (the builder has no use for them), and lets them through once it grows.
+#[derive(Default)]
+pub(crate) struct Gate {
+    /// Nesting inside the quiet container (0: not quiet).
+    level: u64,
+    start: Offset,
+    count: u64,
+    limit: u64,
+    object: bool,
+    /// Its member name, taken while the window held it.
+    name: Option<Box<[u8]>>,
+}
+
+/// A [`Builder`] behind its [`Gate`].
+pub(crate) struct Gated<'a> {
+    pub(crate) gate: &'a mut Gate,
+    pub(crate) builder: &'a mut Builder,
+}
+
+impl Gated<'_> {
+    /// A direct child of the quiet container starts at `at`: wake when the
+    /// container has grown past its limit. Returns whether still quiet.
+    fn child(&mut self, at: Offset) -> bool {
+        let g = &mut *self.gate;
+        if at - g.start >= g.limit {
+            let count = g.count;
+            g.level = 0;
+            // Opened now, with its name taken when it started (the window
+            // may have lost it since).
+            let kind = if g.object { Kind::Object } else { Kind::Array };
+            let name = g.name.take();
+            self.builder.begin(kind, g.start);
+            if let Some(f) = self.builder.stack.last_mut() {
+                f.my_key = f.my_key.take().or(name);
+            }
+            self.builder.wake(count, at);
+            return false;
+        }
+        g.count += 1;
+        true
+    }
+}
+
+impl Tokens for Gated<'_> {
+    fn begin(&mut self, kind: Kind, at: Offset) {
+        if self.gate.level > 0 {
+            let direct = self.gate.level == 1 && !self.gate.object;
+            if !direct || self.child(at) {
+                self.gate.level += 1;
+                return;
+            }
+        }
+        if self.builder.tail_side_next() {
+            // Skimmed without a frame until it grows.
+            *self.gate = Gate {
+                level: 1,
+                start: at,
+                count: 0,
+                limit: (self.builder.keep.window / 2) as u64,
+                object: kind == Kind::Object,
+                name: self
+                    .builder
+                    .stack
+                    .last()
+                    .and_then(|f| tail_name(&self.builder.window, f)),
+            };
+            return;
+        }
+        self.builder.begin(kind, at);
+    }
+
+    fn end(&mut self, end: Offset) {
+        if self.gate.level > 0 {
+            self.gate.level -= 1;
+            if self.gate.level > 0 {
+                return;
+            }
+            // Never woken: it was never opened either.
+            let kind = if self.gate.object {
+                Kind::Object
+            } else {
+                Kind::Array
+            };
+            let name = self.gate.name.take();
+            self.builder
+                .skimmed(kind, self.gate.start, end, self.gate.count, name);
+            return;
+        }
+        self.builder.end(end);
+    }
+
+    fn str_begin(&mut self, key: bool, at: Offset) {
+        if self.gate.level > 0 {
+            let direct = self.gate.level == 1 && (key || !self.gate.object);
+            if !direct || self.child(at) {
+                return;
+            }
+        }
+        self.builder.str_begin(key, at);
+    }
+
+    fn str_part(&mut self, raw: &[u8]) {
+        if self.gate.level == 0 {
+            self.builder.str_part(raw);
+        }
+    }
+
+    fn str_end(&mut self, end: Offset) {
+        if self.gate.level == 0 {
+            self.builder.str_end(end);
+        }
+    }
+
+    fn string(&mut self, key: bool, at: Offset, raw: &[u8], end: Offset) {
+        if self.gate.level > 0 {
+            let direct = self.gate.level == 1 && (key || !self.gate.object);
+            if !direct || self.child(at) {
+                return;
+            }
+        }
+        self.builder.string(key, at, raw, end);
+    }
+
+    fn scalar(&mut self, raw: Option<&[u8]>, at: Offset, end: Offset) {
+        if self.gate.level > 0 {
+            let direct = self.gate.level == 1 && !self.gate.object;
+            if !direct || self.child(at) {
+                return;
+            }
+        }
+        self.builder.scalar(raw, at, end);
+    }
+}
