@@ -19,7 +19,8 @@ use std::sync::Mutex;
 use spillway::{PolicyError, Selection, Spiller};
 
 use crate::events::{Event, LogError, TurnShare};
-use crate::{joined_text, replace_text, NotDurable, Registry, ToolCall, ToolResult};
+use crate::pipeline::{joined_text, replace_text};
+use crate::{NotDurable, Registry, ToolCall, ToolResult};
 
 /// Why a turn cannot be made.
 #[derive(Debug)]
