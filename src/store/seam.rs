@@ -1,21 +1,14 @@
 //! Fault injection: a filesystem that makes the Nth change of a kind fail
 //! ([`FaultPlan::fs`]), wrapped around the one every change to the disk
 //! goes through ([`Fs`](super::local::fs::Fs)). Available with the
-//! `test-seams` feature; without it, only the names of the fault points
-//! exist.
+//! `test-seams` feature.
 
-#[cfg(feature = "test-seams")]
 use std::fs::File;
-#[cfg(feature = "test-seams")]
 use std::io;
-#[cfg(feature = "test-seams")]
 use std::path::Path;
-#[cfg(feature = "test-seams")]
 use std::sync::atomic::{AtomicU64, Ordering};
-#[cfg(feature = "test-seams")]
 use std::sync::Arc;
 
-#[cfg(feature = "test-seams")]
 use super::local::fs::Fs;
 
 /// A store operation that can be made to fail.
@@ -50,11 +43,9 @@ pub enum FaultPoint {
 /// assert!(err.to_string().contains("fsync"));
 /// assert_eq!(plan.calls(FaultPoint::Fsync), 1);
 /// ```
-#[cfg(feature = "test-seams")]
 #[derive(Clone, Debug)]
 pub struct FaultPlan(Arc<Inner>);
 
-#[cfg(feature = "test-seams")]
 #[derive(Debug)]
 struct Inner {
     point: FaultPoint,
@@ -63,7 +54,6 @@ struct Inner {
     counts: [AtomicU64; 5],
 }
 
-#[cfg(feature = "test-seams")]
 fn index(p: FaultPoint) -> usize {
     match p {
         FaultPoint::Create => 0,
@@ -74,7 +64,6 @@ fn index(p: FaultPoint) -> usize {
     }
 }
 
-#[cfg(feature = "test-seams")]
 impl FaultPlan {
     /// A plan that fails the `nth` call at `point` with `errno`.
     pub fn new(point: FaultPoint, nth: u64, errno: i32) -> Self {
@@ -117,14 +106,12 @@ impl FaultPlan {
 }
 
 /// A filesystem whose changes a [`FaultPlan`] counts and fails.
-#[cfg(feature = "test-seams")]
 #[derive(Debug)]
 struct FaultFs {
     plan: FaultPlan,
     inner: Arc<dyn Fs>,
 }
 
-#[cfg(feature = "test-seams")]
 impl Fs for FaultFs {
     fn create_dir(&self, dir: &Path) -> io::Result<()> {
         self.inner.create_dir(dir)
