@@ -20,6 +20,7 @@
 //! | `{notes}` | extra facts, each starting with `; ` (invalid UTF-8, bytes not stored), or nothing |
 //! | `{location}` | the `stored` or `unsaved` template, rendered (not allowed inside those two) |
 //! | `{pointer}` | only in the `pointer` template: the JSON Pointer of an elided value, as one shell word |
+//! | `{pointer_json}` | only in the `pointer` template: the same JSON Pointer as a JSON string, quoted and escaped (a tool call's argument) |
 
 use std::fmt;
 use std::sync::Arc;
@@ -52,9 +53,10 @@ pub(crate) enum Var {
     Notes,
     Location,
     Pointer,
+    PointerJson,
 }
 
-const VARS: [(&str, Var); 19] = [
+const VARS: [(&str, Var); 20] = [
     ("total_bytes", Var::TotalBytes),
     ("total_lines", Var::TotalLines),
     ("omitted_bytes", Var::OmittedBytes),
@@ -74,6 +76,7 @@ const VARS: [(&str, Var); 19] = [
     ("notes", Var::Notes),
     ("location", Var::Location),
     ("pointer", Var::Pointer),
+    ("pointer_json", Var::PointerJson),
 ];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,7 +113,8 @@ pub enum TemplateError {
     Empty,
     /// `{location}` inside the `stored` or `unsaved` template.
     NestedLocation,
-    /// `{pointer}` outside the `pointer` template, or `{location}` inside it.
+    /// `{pointer}` or `{pointer_json}` outside the `pointer` template, or
+    /// `{location}` inside it.
     MisplacedPointer,
 }
 
@@ -133,7 +137,7 @@ impl fmt::Display for TemplateError {
                 f.write_str("{location} cannot be used inside the stored or unsaved template")
             }
             TemplateError::MisplacedPointer => f.write_str(
-                "{pointer} belongs in the pointer template only, and {location} cannot be used there",
+                "{pointer} and {pointer_json} belong in the pointer template only, and {location} cannot be used there",
             ),
         }
     }
@@ -304,7 +308,8 @@ impl NoticeTemplates {
             &self.stored,
             &self.unsaved,
         ];
-        if text.iter().any(|t| t.uses(Var::Pointer)) || self.pointer.uses(Var::Location) {
+        let pointer = |t: &&Template| t.uses(Var::Pointer) || t.uses(Var::PointerJson);
+        if text.iter().any(pointer) || self.pointer.uses(Var::Location) {
             return Err(TemplateError::MisplacedPointer);
         }
         Ok(())
@@ -500,6 +505,12 @@ impl Facts<'_> {
                     out.push_str(&shell_quote(self.pointer));
                     Ok(())
                 }
+                (Var::PointerJson, _) => {
+                    out.push('"');
+                    crate::json::push_escaped(out, self.pointer);
+                    out.push('"');
+                    Ok(())
+                }
                 (Var::Location, _) => {
                     // `validate` keeps `{location}` out of the stored and
                     // unsaved templates, so this recursion is one level deep.
@@ -686,7 +697,7 @@ impl ReadHint {
             ReadHint::Id => NoticeTemplates::DEFAULT_POINTER.to_string(),
             ReadHint::Cli { store } => cli(NoticeTemplates::CLI_POINTER, store.as_deref()),
             ReadHint::Tool { read, .. } => format!(
-                "{}(id=\"{{short_id}}\", pointer=\"{{pointer}}\")",
+                "{}(id=\"{{short_id}}\", pointer={{pointer_json}})",
                 literal(read)
             ),
         }
@@ -875,7 +886,8 @@ mod tests {
             let t = NoticeTemplates::default().with_read_hint(&hint).unwrap();
             t.validate().unwrap();
             assert!(
-                t.stored.uses(Var::ShortId) && t.pointer.uses(Var::Pointer),
+                t.stored.uses(Var::ShortId)
+                    && (t.pointer.uses(Var::Pointer) || t.pointer.uses(Var::PointerJson)),
                 "{hint:?}"
             );
         }
@@ -886,6 +898,39 @@ mod tests {
             })
             .unwrap();
         assert!(t.stored.as_str().contains("x{{y}}(id=") && t.stored.as_str().contains("g}}(id="));
+    }
+
+    /// A pointer whose keys hold a space, a quote, a backslash or `~` is
+    /// one shell word in the CLI's hint and a JSON string in a tool's: each
+    /// reads back as the pointer (a tool's hint quoted it for a shell, so
+    /// `pointer="'/user name'"` named no value).
+    #[test]
+    fn a_pointer_is_a_shell_word_for_the_cli_and_a_json_string_for_a_tool() {
+        let id = "blake3:".to_string() + &"ab".repeat(32);
+        for pointer in ["/items/0", "/user name", "/a\"b\\c", "/x~1y/it's", ""] {
+            let tool = NoticeTemplates::default()
+                .with_read_hint(&ReadHint::Tool {
+                    read: "spill_read".into(),
+                    grep: None,
+                })
+                .unwrap();
+            let hint = pointer_hint(&tool, Ok((&id, "/p")), pointer).unwrap();
+            let arg = hint
+                .split_once("pointer=")
+                .and_then(|(_, a)| a.strip_suffix(')'))
+                .unwrap();
+            assert_eq!(
+                serde_json::from_str::<String>(arg).unwrap(),
+                pointer,
+                "{hint}"
+            );
+            let cli = NoticeTemplates::default()
+                .with_read_hint(&ReadHint::Cli { store: None })
+                .unwrap();
+            let hint = pointer_hint(&cli, Ok((&id, "/p")), pointer).unwrap();
+            let word = hint.rsplit_once("--pointer ").unwrap().1;
+            assert_eq!(word, shell_quote(pointer), "{hint}");
+        }
     }
 
     #[test]

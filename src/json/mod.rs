@@ -16,7 +16,7 @@ pub(crate) mod sketch;
 
 pub use pointer::{JsonPointer, PointerError};
 
-pub(crate) use fit::Hint;
+pub(crate) use fit::{push_escaped, Hint};
 use scan::{NotJson, Scanner};
 use sketch::{Builder, Gate, Gated, Keep};
 

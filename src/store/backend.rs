@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[cfg(feature = "test-seams")]
-use super::local::fs::Fs;
+use super::fs::Fs;
 
 use super::{
     ContentId, Encoding, GcOptions, GcReport, IdPrefix, ObjectWriter, Stats, StoreError,

@@ -30,7 +30,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::local::fs::Fs;
+use super::fs::Fs;
 use super::op::Op;
 
 /// What a simulated crash keeps.

@@ -52,6 +52,7 @@ mod backend;
 mod crash;
 mod error;
 mod format;
+mod fs;
 mod grep;
 mod id;
 mod local;
@@ -74,9 +75,9 @@ pub(crate) use backend::{Backend, Maintain, Reads};
 #[cfg(feature = "test-seams")]
 pub use crash::{CrashKind, CrashModel};
 pub use error::{StoreError, StoreErrorKind};
+pub use fs::{Fs, RealFs};
 pub use grep::{GrepLine, GrepOptions, GrepPattern, GrepReport, PatternError, MAX_MATCHED_LINE};
 pub use id::{ContentId, IdError, IdPrefix, MIN_PREFIX_DIGITS};
-pub use local::fs::{Fs, RealFs};
 pub(crate) use local::Local;
 pub use maintain::{
     CorruptObject, GcOptions, GcReport, Misplaced, References, Stats, VerifyReport,

@@ -1,6 +1,6 @@
 //! Fault injection: a filesystem that makes the Nth change of a kind fail
 //! ([`FaultPlan::fs`]), wrapped around the one every change to the disk
-//! goes through ([`Fs`](super::local::fs::Fs)). Available with the
+//! goes through ([`Fs`](super::fs::Fs)). Available with the
 //! `test-seams` feature.
 
 use std::fs::File;
@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::local::fs::Fs;
+use super::fs::Fs;
 
 /// A store operation that can be made to fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

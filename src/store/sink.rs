@@ -254,8 +254,8 @@ impl Backend for SpillSinkBackend {
     fn with_fs(
         &self,
         _: &dyn Fn(
-            std::sync::Arc<dyn crate::store::local::fs::Fs>,
-        ) -> std::sync::Arc<dyn crate::store::local::fs::Fs>,
+            std::sync::Arc<dyn crate::store::fs::Fs>,
+        ) -> std::sync::Arc<dyn crate::store::fs::Fs>,
     ) -> Option<std::sync::Arc<dyn Backend>> {
         None
     }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use spillway::{ContentId, Outcome};
 
-use crate::run_code::CodeRunFailed;
+use crate::code_failure::CodeRunFailed;
 
 /// One content block of a tool result.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -166,3 +166,34 @@ impl fmt::Display for ToolError {
 }
 
 impl std::error::Error for ToolError {}
+
+pub(crate) fn text_of(blocks: &[Block]) -> Option<String> {
+    let mut out = String::new();
+    for (i, b) in blocks.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(b.as_text()?);
+    }
+    Some(out)
+}
+
+/// The text of every text block, joined with newlines; `None` when there is
+/// no text block.
+pub(crate) fn joined_text(blocks: &[Block]) -> Option<String> {
+    let texts: Vec<&str> = blocks.iter().filter_map(Block::as_text).collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
+}
+
+/// `blocks` with its text blocks replaced by one block of `preview`, where
+/// the first text block was; every other block stays, in order.
+pub(crate) fn replace_text(blocks: Vec<Block>, preview: String) -> Vec<Block> {
+    let mut preview = Some(preview);
+    blocks
+        .into_iter()
+        .filter_map(|b| match b.as_text() {
+            Some(_) => preview.take().map(Block::text),
+            None => Some(b),
+        })
+        .collect()
+}

@@ -29,6 +29,7 @@
 mod builder;
 mod call;
 pub mod card;
+mod code_failure;
 pub mod events;
 mod pipeline;
 pub mod run_code;
@@ -83,7 +84,7 @@ pub fn spill_read_hint() -> spillway::ReadHint {
 
 /// The `pointer` template for a registry that ships [`tools::SpillRead`]:
 /// a JSON preview's markers point at `spill_read` with a `pointer`.
-pub const SPILL_READ_POINTER: &str = "spill_read(id=\"{short_id}\", pointer=\"{pointer}\")";
+pub const SPILL_READ_POINTER: &str = "spill_read(id=\"{short_id}\", pointer={pointer_json})";
 
 /// The tool registry. Cheap to clone: its tools, policies and log are
 /// shared.

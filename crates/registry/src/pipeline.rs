@@ -6,43 +6,13 @@ use std::sync::Arc;
 
 use spillway::{Outcome, Spiller, Store};
 
+use crate::call::{joined_text, replace_text};
+use crate::code_failure::CodeRunFailed;
 use crate::events::{Event, LogError, SessionLog};
-use crate::run_code::CodeRunFailed;
 use crate::{
     Block, Cancel, Cx, NotDurable, PostDecision, Registry, RegistryBuilder, Rendered, ResultMeta,
     Tool, ToolCall, ToolError, ToolResult,
 };
-
-pub(crate) fn text_of(blocks: &[Block]) -> Option<String> {
-    let mut out = String::new();
-    for (i, b) in blocks.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        out.push_str(b.as_text()?);
-    }
-    Some(out)
-}
-
-/// The text of every text block, joined with newlines; `None` when there is
-/// no text block.
-pub(crate) fn joined_text(blocks: &[Block]) -> Option<String> {
-    let texts: Vec<&str> = blocks.iter().filter_map(Block::as_text).collect();
-    (!texts.is_empty()).then(|| texts.join("\n"))
-}
-
-/// `blocks` with its text blocks replaced by one block of `preview`, where
-/// the first text block was; every other block stays, in order.
-pub(crate) fn replace_text(blocks: Vec<Block>, preview: String) -> Vec<Block> {
-    let mut preview = Some(preview);
-    blocks
-        .into_iter()
-        .filter_map(|b| match b.as_text() {
-            Some(_) => preview.take().map(Block::text),
-            None => Some(b),
-        })
-        .collect()
-}
 
 impl Registry {
     /// A registry whose spill stage is `spiller`, recording to `log`.

@@ -18,8 +18,8 @@ use std::sync::Mutex;
 
 use spillway::{PolicyError, Selection, Spiller};
 
+use crate::call::{joined_text, replace_text};
 use crate::events::{Event, LogError, TurnShare};
-use crate::pipeline::{joined_text, replace_text};
 use crate::{NotDurable, Registry, ToolCall, ToolResult};
 
 /// Why a turn cannot be made.

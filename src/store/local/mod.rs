@@ -9,15 +9,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::fs::{Fs, RealFs};
 use super::{
     now_nanos, Backend, ContentId, Encoding, GcOptions, GcReport, IdPrefix, Location, Maintain,
     ObjectWriter, Reads, Stats, StoreError, StoredObject, VerifyReport, WriteOptions,
     LAYOUT_VERSION,
 };
 use crate::sys;
-use fs::{Fs, RealFs};
 
-pub(crate) mod fs;
 mod maintain;
 mod publish;
 mod read;

@@ -7,9 +7,9 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use super::super::fs::link_no_clobber;
 use super::super::write::{Commit, ObjectOut, ObjectWriter};
 use super::super::{Durability, StoreError, StoredObject, WriteOptions};
-use super::fs::link_no_clobber;
 use super::{same_file, Local};
 use crate::sys;
 

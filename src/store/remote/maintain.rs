@@ -11,7 +11,7 @@ use object_store::{ObjectStoreExt, PutPayload};
 
 use super::Remote;
 use crate::store::format::one_match;
-use crate::store::local::fs::link_no_clobber;
+use crate::store::fs::link_no_clobber;
 use crate::store::maintain::{
     choose_and_remove, CorruptObject, GcOptions, GcReport, References, Stats, VerifyReport,
 };

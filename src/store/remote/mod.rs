@@ -592,8 +592,8 @@ impl Backend for S3Backend {
     fn with_fs(
         &self,
         _: &dyn Fn(
-            std::sync::Arc<dyn crate::store::local::fs::Fs>,
-        ) -> std::sync::Arc<dyn crate::store::local::fs::Fs>,
+            std::sync::Arc<dyn crate::store::fs::Fs>,
+        ) -> std::sync::Arc<dyn crate::store::fs::Fs>,
     ) -> Option<std::sync::Arc<dyn Backend>> {
         None
     }

@@ -1,11 +1,10 @@
 //! `run_code`: a program's logs and return value, rendered into the spill
 //! stage as a stream, and its nested tool calls.
 
-mod failure;
 mod host;
 mod render;
 
-pub use failure::{CodeRunFailed, Limit};
+pub use crate::code_failure::{CodeRunFailed, Limit};
 pub use host::{Callable, CodeHost, Dispatcher, NestedCall, NestedValue};
 pub use render::{drop_deep, render, write_json, CodeValue, RunCodeOutput, NO_OUTPUT, VISIBLE_NUL};
 
@@ -16,8 +15,8 @@ use serde_json::Value;
 use spillway_process::stop::SIGKILL;
 use spillway_process::Cancel;
 
+use crate::call::text_of;
 use crate::events::Event;
-use crate::pipeline::text_of;
 use crate::{Block, Cx, Registry, Rendered, Tool, ToolCall, ToolError};
 use host::{sub_call_id, Stop};
 use render::Renderer;

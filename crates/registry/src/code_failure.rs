@@ -1,4 +1,6 @@
-//! How a program fails: the limit it hit, or what it threw.
+//! How a `run_code` program fails: the limit it hit, or what it threw
+//! (re-exported by `run_code`; here so that a call's error can hold it
+//! without the call importing the tool).
 
 use std::fmt;
 
