@@ -267,11 +267,6 @@ impl NoticeTemplates {
     pub const DEFAULT_UNSAVED: &'static str = "The full output could not be saved: {error}";
     /// The default `pointer` template: the id and the pointer, no command.
     pub const DEFAULT_POINTER: &'static str = "{short_id} {pointer}";
-    /// The `stored` template of [`ReadHint::Cli`] without a store.
-    pub const CLI_STORED: &'static str =
-        "Output stored; read it with: spillway show {short_id} --{read_unit} {read_range}";
-    /// The `pointer` template of [`ReadHint::Cli`] without a store.
-    pub const CLI_POINTER: &'static str = "spillway show {short_id} --pointer {pointer}";
 
     /// These templates with the read hint's `stored` and `pointer`.
     ///
@@ -646,12 +641,14 @@ pub enum ReadHint {
     /// No command: the stored object's id and the omitted range (the
     /// library's default).
     Id,
-    /// The `spillway` command line: `spillway show ID --lines A:B`, with
-    /// `--store LOCATION` (quoted for a POSIX shell) when `store` is given,
-    /// for a store other than the default one.
-    Cli {
-        /// The store to name.
-        store: Option<String>,
+    /// A front end's own `stored` and `pointer` templates, as written (the
+    /// `spillway` command line's, which its CLI and language packages
+    /// share, come from `spillway_process::cli_read_hint`).
+    Templates {
+        /// The `stored` template.
+        stored: String,
+        /// The `pointer` template.
+        pointer: String,
     },
     /// Tools of the harness that take an id and a range or a pointer:
     /// `read(id="…", lines="A:B")`, and when `grep` is given, `or search
@@ -674,7 +671,7 @@ impl ReadHint {
     pub fn stored(&self) -> String {
         match self {
             ReadHint::Id => NoticeTemplates::DEFAULT_STORED.to_string(),
-            ReadHint::Cli { store } => cli(NoticeTemplates::CLI_STORED, store.as_deref()),
+            ReadHint::Templates { stored, .. } => stored.clone(),
             ReadHint::Tool { read, grep } => {
                 let mut t = format!(
                     "Output stored; read it with {}(id=\"{{short_id}}\", {{read_unit}}=\"{{read_range}}\")",
@@ -695,7 +692,7 @@ impl ReadHint {
     pub fn pointer(&self) -> String {
         match self {
             ReadHint::Id => NoticeTemplates::DEFAULT_POINTER.to_string(),
-            ReadHint::Cli { store } => cli(NoticeTemplates::CLI_POINTER, store.as_deref()),
+            ReadHint::Templates { pointer, .. } => pointer.clone(),
             ReadHint::Tool { read, .. } => format!(
                 "{}(id=\"{{short_id}}\", pointer={{pointer_json}})",
                 literal(read)
@@ -704,21 +701,20 @@ impl ReadHint {
     }
 }
 
-/// A CLI template with `--store STORE` in its command when a store is given.
-fn cli(template: &str, store: Option<&str>) -> String {
-    match store {
-        None => template.to_string(),
-        Some(store) => template.replacen(
-            "spillway show",
-            &format!("spillway --store {} show", literal(&shell_quote(store))),
-            1,
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Templates as long as the command line's (`spillway_process::cli_read_hint`):
+    /// a front end's own, which the bound and the placeholders must serve.
+    fn cli_like() -> ReadHint {
+        ReadHint::Templates {
+            stored:
+                "Output stored; read it with: spillway show {short_id} --{read_unit} {read_range}"
+                    .into(),
+            pointer: "spillway show {short_id} --pointer {pointer}".into(),
+        }
+    }
 
     #[test]
     fn default_templates_parse_and_validate() {
@@ -836,7 +832,7 @@ mod tests {
                 "bytes 12000:7012000]",
             ),
             (
-                ReadHint::Cli { store: None },
+                cli_like(),
                 "spillway show blake3:abababababababab --lines 11:20]",
                 "--bytes 12000:7012000]",
             ),
@@ -869,10 +865,7 @@ mod tests {
     fn every_read_hint_makes_valid_templates() {
         let hints = [
             ReadHint::Id,
-            ReadHint::Cli { store: None },
-            ReadHint::Cli {
-                store: Some("/srv/it's {here}".into()),
-            },
+            cli_like(),
             ReadHint::Tool {
                 read: "spill_read".into(),
                 grep: None,
@@ -925,7 +918,7 @@ mod tests {
                 "{hint}"
             );
             let cli = NoticeTemplates::default()
-                .with_read_hint(&ReadHint::Cli { store: None })
+                .with_read_hint(&cli_like())
                 .unwrap();
             let hint = pointer_hint(&cli, Ok((&id, "/p")), pointer).unwrap();
             let word = hint.rsplit_once("--pointer ").unwrap().1;

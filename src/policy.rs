@@ -425,25 +425,18 @@ impl Policy {
         Ok(())
     }
 
-    /// This policy with the CLI's read hint ([`ReadHint::Cli`]) in place
-    /// of the library's default `stored` and `pointer` templates, naming
-    /// the store at `location` when one is given (a store that is not the
-    /// default one), so that the hint works pasted as it is. A template of
-    /// the caller's own is kept as written. The CLI and the language
-    /// packages all do this, so that one input gives one content everywhere.
+    /// This policy with `hint`'s templates in place of the library's
+    /// default `stored` and `pointer` templates; a template of the caller's
+    /// own is kept as written. The CLI and the language packages all give
+    /// the command line's hint (`spillway_process::cli_read_hint`), so that
+    /// one input gives one content everywhere.
     ///
     /// # Errors
     ///
-    /// [`PolicyError::Template`] when the location makes the template too
-    /// long, or [`PolicyError::BudgetTooSmall`] when the longer notice no
-    /// longer fits the budget.
-    pub(crate) fn with_cli_hint(
-        &self,
-        location: Option<&crate::store::Location>,
-    ) -> Result<Policy, PolicyError> {
-        let hint = ReadHint::Cli {
-            store: location.map(|l| l.to_string()),
-        };
+    /// [`PolicyError::Template`] when the hint's template is not valid, or
+    /// [`PolicyError::BudgetTooSmall`] when the longer notice no longer fits
+    /// the budget.
+    pub(crate) fn with_hint(&self, hint: &ReadHint) -> Result<Policy, PolicyError> {
         let default_stored = self.0.templates.stored.as_str() == NoticeTemplates::DEFAULT_STORED;
         let default_pointer = self.0.templates.pointer.as_str() == NoticeTemplates::DEFAULT_POINTER;
         if !default_stored && !default_pointer {
@@ -764,15 +757,14 @@ impl PolicyBuilder {
         Ok(policy)
     }
 
-    /// Builds the policy for `store` with the CLI's read hint
-    /// ([`ReadHint::Cli`]) wherever the templates are the library's
-    /// defaults, naming the store when `name_store` is set (`spillway
-    /// --store LOCATION show …`, for a store that is not the default one; a
-    /// template of the caller's own is kept as written), and checks the
-    /// budgets against the notice this store's paths and name make. So a
-    /// budget that is too small is refused once, with the smallest budget
-    /// that works for this store, not one that would then be refused again
-    /// for the store's name or its paths.
+    /// Builds the policy for `store` with `hint`'s templates wherever the
+    /// templates are the library's defaults (a template of the caller's own
+    /// is kept as written), and checks the budgets against the notice this
+    /// store's paths and the hint make. So a budget that is too small is
+    /// refused once, with the smallest budget that works for this store and
+    /// hint, not one that would then be refused again for the store's name
+    /// in the hint or its paths. The CLI and the language packages give the
+    /// command line's hint (`spillway_process::cli_read_hint`).
     ///
     /// # Errors
     ///
@@ -780,7 +772,7 @@ impl PolicyBuilder {
     pub fn build_for_store(
         &self,
         store: &crate::Store,
-        name_store: bool,
+        hint: &ReadHint,
     ) -> Result<Policy, PolicyError> {
         // Everything but the budgets is checked as `build` checks it; the
         // budgets are checked last, against the notice as it will be.
@@ -793,9 +785,7 @@ impl PolicyBuilder {
             lifted.max_inline_bytes(MAX_INLINE_BYTES_LIMIT as u64);
         }
         lifted.max_inline_lines(None).max_inline_tokens(None);
-        let policy = lifted
-            .build()?
-            .with_cli_hint(name_store.then(|| store.location()))?;
+        let policy = lifted.build()?.with_hint(hint)?;
         let mut config = (*policy.0).clone();
         config.max_inline_bytes = bytes as usize;
         config.max_inline_lines = self.config.max_inline_lines;
@@ -989,9 +979,9 @@ impl PolicyConfig {
     pub fn build_for_store(
         &self,
         store: &crate::Store,
-        name_store: bool,
+        hint: &ReadHint,
     ) -> Result<Policy, PolicyError> {
-        self.builder().build_for_store(store, name_store)
+        self.builder().build_for_store(store, hint)
     }
 }
 
@@ -1014,28 +1004,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_cli_hint_replaces_only_the_default_hint_and_names_the_store() {
-        let with_cli_hint_at =
-            |p: &Policy, dir: &str| p.with_cli_hint(Some(&crate::store::Location::Dir(dir.into())));
+    fn a_hint_replaces_only_the_default_templates_and_must_fit_the_budget() {
+        let hint = |store: &str| ReadHint::Templates {
+            stored: format!("read it with: tool --store {store} show {{short_id}} {{read_range}}"),
+            pointer: "tool show {short_id} --pointer {pointer}".into(),
+        };
         let p = Policy::default();
-        assert!(!p.templates().stored.as_str().contains("spillway show"));
-        let unnamed = p.with_cli_hint(None).unwrap();
-        assert!(unnamed
-            .templates()
-            .stored
-            .as_str()
-            .contains("read it with: spillway show {short_id}"));
-        assert!(unnamed
-            .templates()
-            .pointer
-            .as_str()
-            .starts_with("spillway show"));
-        let named = with_cli_hint_at(&p, "/srv/spill s").unwrap();
-        let hint = named.templates().stored.as_str();
-        assert!(
-            hint.contains("spillway --store '/srv/spill s' show"),
-            "{hint}"
+        let named = p.with_hint(&hint("/srv")).unwrap();
+        assert_eq!(
+            named.templates().stored.as_str(),
+            "read it with: tool --store /srv show {short_id} {read_range}"
         );
+        assert!(named.templates().pointer.as_str().starts_with("tool show"));
         // Everything else is kept.
         assert_eq!(named.max_inline_bytes(), p.max_inline_bytes());
         let custom = NoticeTemplates {
@@ -1043,15 +1023,31 @@ mod tests {
             ..Default::default()
         };
         let p = Policy::builder().templates(custom).build().unwrap();
-        let kept = with_cli_hint_at(&p, "/srv").unwrap();
+        let kept = p.with_hint(&hint("/srv")).unwrap();
         assert_eq!(kept.templates().stored.as_str(), "read {short_id}");
-        // A path that makes the notice outgrow the budget is an error that
+        // A hint that makes the notice outgrow the budget is an error that
         // says so, not a panic and not a notice past the budget.
         let long = "/x".repeat(400);
         let small = Policy::builder().max_inline_bytes(1024).build().unwrap();
-        let err = with_cli_hint_at(&small, &long).unwrap_err();
+        let err = small.with_hint(&hint(&long)).unwrap_err();
         assert!(matches!(err, PolicyError::BudgetTooSmall { .. }), "{err}");
-        assert!(with_cli_hint_at(&Policy::default(), &long).is_ok());
+        assert!(Policy::default().with_hint(&hint(&long)).is_ok());
+        // A hint that is not a template is refused, naming the template.
+        let bad = ReadHint::Templates {
+            stored: "{nope}".into(),
+            pointer: "{pointer}".into(),
+        };
+        let err = Policy::default().with_hint(&bad).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                PolicyError::Template {
+                    which: "stored",
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 
     #[test]
@@ -1165,5 +1161,41 @@ mod tests {
         base.merge(serde_json::from_str(r#"{"head_percent":40}"#).unwrap());
         assert_eq!(base.max_inline_bytes, Some(ByteSize::new(5000)));
         assert_eq!(base.head_percent, Some(40));
+    }
+
+    /// Every setting a config can hold is laid over by `merge` and survives
+    /// `to_config`: the struct literal below names every field (a new one
+    /// will not compile until it is added here), so a setting missing from
+    /// `merge`'s list or from `to_config` fails this test.
+    #[test]
+    fn merge_and_to_config_know_every_setting() {
+        let full = PolicyConfig {
+            max_inline_bytes: Some(ByteSize::new(9000)),
+            max_inline_lines: Some(77),
+            head_percent: Some(12),
+            max_spill_bytes: Some(ByteSize::new(1 << 20)),
+            compression: Some(CompressionKind::Zstd),
+            zstd_level: Some(5),
+            on_store_error: Some(OnStoreError::Fail),
+            durability: Some(Durability::Relaxed),
+            format: Some(Format::Auto),
+            render: Some(Render::Raw),
+            salient: Some(vec![SalientPattern::from("FATAL")]),
+            salient_percent: Some(33),
+            max_inline_tokens: Some(5000),
+            tokenizer: Some(Tokenizer::Approx),
+            notice: Some(NoticeConfig {
+                omitted: Some("[cut {omitted_lines} lines. {location}]".into()),
+                binary: Some("[binary. {location}]".into()),
+                lossy: Some("[lossy. {location}]".into()),
+                stored: Some("at {short_id} {read_range}".into()),
+                unsaved: Some("lost: {error}".into()),
+                pointer: Some("{short_id} {pointer_json}".into()),
+            }),
+        };
+        let mut merged = PolicyConfig::default();
+        merged.merge(full.clone());
+        assert_eq!(merged, full);
+        assert_eq!(full.build().unwrap().to_config(), full);
     }
 }

@@ -375,12 +375,15 @@ fn doc() -> impl Strategy<Value = V> {
 }
 
 fn spiller(budget: u64, format: Format, dir: &std::path::Path) -> Spiller {
-    // The CLI's read hint: the markers name `--pointer P`, which the checks
-    // below read back.
+    // The command line's read hint (spillway_process::cli_read_hint): the
+    // markers name `--pointer P`, which the checks below read back.
     let policy = Policy::builder()
         .max_inline_bytes(budget)
         .format(format)
-        .read_hint(&spillway::ReadHint::Cli { store: None })
+        .read_hint(&spillway::ReadHint::Templates {
+            stored: "read it with: spillway show {short_id} --{read_unit} {read_range}".into(),
+            pointer: "spillway show {short_id} --pointer {pointer}".into(),
+        })
         .build()
         .unwrap();
     Spiller::new(policy, Store::open(dir).unwrap()).unwrap()

@@ -34,8 +34,11 @@ impl NativeSpiller {
             }
         }
         let store = spillway::Store::open_url(&store).map_err(errors::store)?;
+        // The command line's read hint, as the CLI gives it.
+        let location = name_store.then(|| store.location().to_string());
+        let hint = spillway_process::cli_read_hint(location.as_deref());
         let policy = config
-            .build_for_store(&store, name_store)
+            .build_for_store(&store, &hint)
             .map_err(errors::policy)?;
         let inner = spillway::Spiller::new(policy, store).map_err(errors::policy)?;
         Ok(NativeSpiller { inner })

@@ -23,7 +23,7 @@ function binary(env, rel, args) {
 }
 
 export const cli = () => binary('SPILLWAY_BIN', 'spillway', ['-p', 'spillway-cli'])
-export const rustApply = () => binary('SPILLWAY_APPLY_JSON', 'examples/apply_json', ['-p', 'spillway-core', '--example', 'apply_json'])
+export const rustApply = () => binary('SPILLWAY_APPLY_JSON', 'examples/apply_json', ['-p', 'spillway-process', '--example', 'apply_json'])
 
 /** A build log of `lines` lines, an error at line `errorAt` if given. */
 export function logText(lines, errorAt = -1) {

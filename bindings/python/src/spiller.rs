@@ -49,8 +49,11 @@ impl Spiller {
         let store = py
             .detach(|| spillway::Store::open_url(&store.to_string_lossy()))
             .map_err(|e| errors::store(py, &e))?;
+        // The command line's read hint, as the CLI gives it.
+        let location = name_store.then(|| store.location().to_string());
+        let hint = spillway_process::cli_read_hint(location.as_deref());
         let policy = config
-            .build_for_store(&store, name_store)
+            .build_for_store(&store, &hint)
             .map_err(|e| errors::policy(py, e))?;
         let inner = spillway::Spiller::new(policy, store).map_err(|e| errors::policy(py, e))?;
         Ok(Spiller { inner })

@@ -27,8 +27,8 @@ def cli() -> Path:
 
 @pytest.fixture(scope="session")
 def rust_apply() -> Path:
-    """The library alone, applying a policy (examples/apply_json.rs)."""
-    return _binary("SPILLWAY_APPLY_JSON", "examples/apply_json", ["-p", "spillway-core", "--example", "apply_json"])
+    """The library alone, applying a policy (crates/process/examples/apply_json.rs)."""
+    return _binary("SPILLWAY_APPLY_JSON", "examples/apply_json", ["-p", "spillway-process", "--example", "apply_json"])
 
 
 @pytest.fixture()

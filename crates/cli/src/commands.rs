@@ -65,7 +65,7 @@ pub fn run(cli: Cli) -> Result<i32> {
     let store = Store::open_url(&eff.store.to_string_lossy()).context("store")?;
     if let Some(flags) = &flags {
         let names = eff.names_store() && !matches!(cli.command, Command::Config(_));
-        if let Err(e) = flags.build_for_store(&store, names) {
+        if let Err(e) = flags.build_for_store(&store, &config::read_hint(&store, names)) {
             return bad_flag(&e);
         }
     }
@@ -93,7 +93,9 @@ fn mcp_spiller(eff: &Effective, store: &Store, names: &spillway_mcp::ToolNames) 
     let notice = config.notice.get_or_insert_with(Default::default);
     notice.stored = Some(t.stored.as_str().to_owned());
     notice.pointer = Some(t.pointer.as_str().to_owned());
-    let policy = config.build_for_store(store, false).context("policy")?;
+    let policy = config
+        .build_for_store(store, &config::read_hint(store, false))
+        .context("policy")?;
     Spiller::new(policy, store.clone()).context("policy")
 }
 

@@ -90,9 +90,15 @@ impl Effective {
     /// `name_store` is set.
     pub fn policy(&self, store: &Store, name_store: bool) -> Result<Policy> {
         self.policy_config()?
-            .build_for_store(store, name_store)
+            .build_for_store(store, &read_hint(store, name_store))
             .context("policy")
     }
+}
+
+/// The command line's read hint for `store`, naming it when `name_store`.
+pub fn read_hint(store: &Store, name_store: bool) -> spillway::ReadHint {
+    let location = name_store.then(|| store.location().to_string());
+    spillway_process::cli_read_hint(location.as_deref())
 }
 
 fn default_config_path() -> Option<PathBuf> {

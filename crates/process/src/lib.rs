@@ -2,8 +2,10 @@
 //! `bash` tool, the language packages): start a command with stdout and
 //! stderr on one pipe (so the output keeps the order in which it was
 //! written), widen that pipe, and pump it in large reads; cancel a wait;
-//! and find the store a front end uses when none is named, from the
-//! process environment (the core reads no setting of its own from it).
+//! find the store a front end uses when none is named, from the process
+//! environment (the core reads no setting of its own from it); and give
+//! the command line's read hint, which the CLI and the language packages
+//! share (the core knows nothing of the command line).
 //!
 //! Everything here is safe code over [`rustix`]. Linux gets `pipe2` and
 //! `F_SETPIPE_SZ`; other unix systems get `pipe` plus `FD_CLOEXEC`, and keep
@@ -20,6 +22,7 @@ compile_error!(
 );
 
 mod cancel;
+mod cli_hint;
 mod default_store;
 mod holders;
 mod run;
@@ -27,6 +30,7 @@ pub mod stop;
 mod sys;
 
 pub use cancel::{Cancel, WeakCancel};
+pub use cli_hint::cli_read_hint;
 pub use default_store::{default_store, DefaultStore};
 pub use run::{run_merged, Finished, RunError, RunOptions, MAX_TIMEOUT};
 
