@@ -8,33 +8,38 @@
 
 use std::path::Path;
 
+use serde_json::json;
 use spillway::{CrashKind, CrashModel};
+use spillway_registry::events::{replay_file, Event, LogSync, SessionLog};
+
+/// A `tool/call` event of this id.
+fn event(id: &str) -> Event {
+    Event::ToolCall {
+        call_id: id.into(),
+        tool: "bash".into(),
+        description: None,
+        args: json!({ "command": "echo hi" }),
+    }
+}
+
+/// The ids of the `tool/call` events a log replays, in order.
+fn ids(path: &Path) -> Vec<String> {
+    replay_file(path)
+        .unwrap()
+        .events
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::ToolCall { call_id, .. } => Some(call_id),
+            _ => None,
+        })
+        .collect()
+}
 
 /// The session log in the same model: every event whose synced append had
 /// returned survives a crash at any point, the log reopens, and a new event
 /// is never lost to what the crash left.
 #[test]
 fn a_synced_session_log_event_survives_a_crash_at_every_point() {
-    use serde_json::json;
-    use spillway_registry::events::{replay_file, Event, LogSync, SessionLog};
-
-    let event = |id: &str| Event::ToolCall {
-        call_id: id.into(),
-        tool: "bash".into(),
-        description: None,
-        args: json!({ "command": "echo hi" }),
-    };
-    let ids = |path: &Path| -> Vec<String> {
-        replay_file(path)
-            .unwrap()
-            .events
-            .into_iter()
-            .filter_map(|e| match e {
-                Event::ToolCall { call_id, .. } => Some(call_id),
-                _ => None,
-            })
-            .collect()
-    };
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("logs");
     std::fs::create_dir(&root).unwrap();
@@ -86,18 +91,10 @@ fn a_synced_session_log_event_survives_a_crash_at_every_point() {
 /// success, and what returned before it replays whole.
 #[test]
 fn a_fault_in_each_change_the_session_log_makes_is_its_callers_error() {
-    use serde_json::json;
     use spillway::{FaultPlan, FaultPoint, RealFs};
-    use spillway_registry::events::{replay_file, Event, LogSync, SessionLog};
     use std::sync::Arc;
 
     const EIO: i32 = 5;
-    let event = |id: &str| Event::ToolCall {
-        call_id: id.into(),
-        tool: "bash".into(),
-        description: None,
-        args: json!({ "command": "echo hi" }),
-    };
     for (point, nth) in [
         (FaultPoint::Create, 1),
         (FaultPoint::Write, 1),
@@ -134,15 +131,7 @@ fn a_fault_in_each_change_the_session_log_makes_is_its_callers_error() {
         }
         assert!(failed, "{what}: the planned fault was never met");
         drop(log);
-        let replayed: Vec<String> = replay_file(&path)
-            .unwrap()
-            .events
-            .into_iter()
-            .filter_map(|e| match e {
-                Event::ToolCall { call_id, .. } => Some(call_id),
-                _ => None,
-            })
-            .collect();
+        let replayed = ids(&path);
         assert!(replayed.starts_with(&returned), "{what}: {replayed:?}");
     }
 }
