@@ -384,7 +384,7 @@ fn ends_with_newline(file: &File) -> io::Result<bool> {
     Ok(last[0] == b'\n')
 }
 
-fn check_header(line: &[u8]) -> Result<(), String> {
+pub(crate) fn check_header(line: &[u8]) -> Result<(), String> {
     let h: Header = serde_json::from_slice(line).map_err(|e| format!("bad header line: {e}"))?;
     if h.format != FORMAT {
         return Err(format!("format is {:?}", h.format));

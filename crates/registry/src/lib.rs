@@ -34,6 +34,7 @@ pub mod events;
 mod pipeline;
 pub mod run_code;
 pub mod sdk;
+pub mod session;
 mod tool;
 pub mod tools;
 pub mod turn;

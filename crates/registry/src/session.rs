@@ -1,0 +1,415 @@
+//! A session log indexed by byte offset, for a viewer of a large or live
+//! session: where each outer call's events are in the file, so that a page
+//! of cards reads only its own events again, and the lines appended since
+//! the last look are all that a refresh reads.
+//!
+//! The index holds a few numbers and the id for each outer call, not the
+//! events: a log of a million events costs tens of megabytes of index,
+//! whatever its results hold. A line still being written (no newline yet)
+//! waits for the next refresh; a complete line that is not an event is
+//! counted, never hidden and never fatal.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::card::{cards, Card};
+use crate::events::{check_header, BadLine, Event, LogError};
+
+/// Where one event's line is in the file.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    at: u64,
+    len: u64,
+}
+
+/// The lines of one outer call.
+#[derive(Debug)]
+struct Call {
+    call: Span,
+    result: Option<Span>,
+    /// Its nested dispatches' events, in order (start and settle).
+    dispatches: Vec<Span>,
+}
+
+/// What an event line is, read without its content.
+#[derive(Deserialize)]
+struct Peek {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(rename = "callId")]
+    call_id: Option<String>,
+    #[serde(rename = "parentCallId")]
+    parent_call_id: Option<String>,
+}
+
+/// How many bad lines are kept with their reasons; the rest are counted.
+const KEEP_BAD: usize = 100;
+
+/// A session log's index. See the module documentation.
+#[derive(Debug)]
+pub struct SessionIndex {
+    path: PathBuf,
+    /// Bytes read and indexed: up to the end of the last complete line.
+    indexed: u64,
+    /// Complete lines indexed, the header included.
+    lines: u64,
+    calls: Vec<Call>,
+    by_id: HashMap<String, usize>,
+    bad: Vec<BadLine>,
+    bad_count: u64,
+}
+
+/// What a [`SessionIndex::refresh`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Refreshed {
+    /// New events indexed.
+    pub events: u64,
+    /// The positions of the cards that are new or changed (a result or a
+    /// dispatch arrived), in order.
+    pub cards: Vec<usize>,
+}
+
+fn io_error<'p>(op: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> LogError + 'p {
+    move |source| LogError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl SessionIndex {
+    /// Indexes the session log at `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`LogError`] when the file cannot be read or its first line is not a
+    /// session log's header.
+    pub fn open(path: impl AsRef<Path>) -> Result<SessionIndex, LogError> {
+        let mut index = SessionIndex {
+            path: path.as_ref().to_path_buf(),
+            indexed: 0,
+            lines: 0,
+            calls: Vec::new(),
+            by_id: HashMap::new(),
+            bad: Vec::new(),
+            bad_count: 0,
+        };
+        index.refresh()?;
+        Ok(index)
+    }
+
+    /// Indexes the complete lines appended since the last look.
+    ///
+    /// # Errors
+    ///
+    /// [`LogError`] when the file cannot be read, or when it is shorter
+    /// than what was indexed (it was replaced or cut: open it again).
+    pub fn refresh(&mut self) -> Result<Refreshed, LogError> {
+        let path = self.path.clone();
+        let mut file = File::open(&path).map_err(io_error("open", &path))?;
+        let len = file.metadata().map_err(io_error("inspect", &path))?.len();
+        if len < self.indexed {
+            return Err(LogError::Io {
+                op: "follow",
+                path,
+                source: io::Error::other("the log is shorter than what was indexed"),
+            });
+        }
+        file.seek(SeekFrom::Start(self.indexed))
+            .map_err(io_error("read", &path))?;
+        let mut out = Refreshed::default();
+        let mut changed = Vec::new();
+        let mut pending = Vec::new();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut at = self.indexed;
+        loop {
+            let n = file.read(&mut buf).map_err(io_error("read", &path))?;
+            if n == 0 {
+                break;
+            }
+            let mut chunk = &buf[..n];
+            while let Some(i) = memchr::memchr(b'\n', chunk) {
+                pending.extend_from_slice(&chunk[..i]);
+                let span = Span {
+                    at,
+                    len: pending.len() as u64,
+                };
+                at += pending.len() as u64 + 1;
+                self.line(&pending, span, &mut out, &mut changed)?;
+                pending.clear();
+                chunk = &chunk[i + 1..];
+            }
+            pending.extend_from_slice(chunk);
+        }
+        // What follows the last newline is still being written.
+        self.indexed = at;
+        changed.sort_unstable();
+        changed.dedup();
+        out.cards = changed;
+        Ok(out)
+    }
+
+    fn line(
+        &mut self,
+        line: &[u8],
+        span: Span,
+        out: &mut Refreshed,
+        changed: &mut Vec<usize>,
+    ) -> Result<(), LogError> {
+        self.lines += 1;
+        if self.lines == 1 {
+            return check_header(line).map_err(|reason| LogError::Header {
+                path: self.path.clone(),
+                reason,
+            });
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Ok(());
+        }
+        let peek = match serde_json::from_slice::<Peek>(line) {
+            Ok(p) => p,
+            Err(e) => {
+                self.bad_line(e.to_string(), e.is_eof());
+                return Ok(());
+            }
+        };
+        out.events += 1;
+        let owner = match peek.kind.as_str() {
+            "tool/call" => {
+                let Some(id) = peek.call_id else {
+                    self.bad_line("a tool/call without a callId".into(), false);
+                    return Ok(());
+                };
+                self.calls.push(Call {
+                    call: span,
+                    result: None,
+                    dispatches: Vec::new(),
+                });
+                self.by_id.insert(id, self.calls.len() - 1);
+                self.calls.len() - 1
+            }
+            "tool/result" => match peek.call_id.and_then(|id| self.by_id.get(&id).copied()) {
+                Some(i) => {
+                    self.calls[i].result = Some(span);
+                    i
+                }
+                None => return Ok(()),
+            },
+            "tool/code-dispatch-start" | "tool/code-dispatch" => {
+                match peek
+                    .parent_call_id
+                    .and_then(|id| self.by_id.get(&id).copied())
+                {
+                    Some(i) => {
+                        self.calls[i].dispatches.push(span);
+                        i
+                    }
+                    None => return Ok(()),
+                }
+            }
+            // A turn's shares, and kinds a later version writes, have no card.
+            _ => return Ok(()),
+        };
+        changed.push(owner);
+        Ok(())
+    }
+
+    fn bad_line(&mut self, reason: String, torn: bool) {
+        self.bad_count += 1;
+        if self.bad.len() < KEEP_BAD {
+            self.bad.push(BadLine {
+                line: self.lines as usize,
+                reason,
+                torn,
+            });
+        }
+    }
+
+    /// How many cards (outer calls) the log holds.
+    pub fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// Whether the log holds no call yet.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// Complete lines that are not events: how many, and the first ones
+    /// with why.
+    pub fn bad_lines(&self) -> (u64, &[BadLine]) {
+        (self.bad_count, &self.bad)
+    }
+
+    /// The cards from position `offset`, at most `limit` of them, each read
+    /// again from its own lines: exactly what [`cards`](crate::card::cards)
+    /// gives for the whole log, a page at a time.
+    ///
+    /// # Errors
+    ///
+    /// [`LogError`] when the file cannot be read, or a line indexed no
+    /// longer parses (the file was rewritten under the index).
+    pub fn cards(&self, offset: usize, limit: usize) -> Result<Vec<Card>, LogError> {
+        let path = &self.path;
+        let file = File::open(path).map_err(io_error("open", path))?;
+        let read = |span: Span| -> Result<Event, LogError> {
+            let mut bytes = vec![0u8; span.len as usize];
+            file.read_exact_at(&mut bytes, span.at)
+                .map_err(io_error("read", path))?;
+            serde_json::from_slice(&bytes).map_err(|e| LogError::Io {
+                op: "read again",
+                path: path.clone(),
+                source: io::Error::new(io::ErrorKind::InvalidData, e),
+            })
+        };
+        let mut out = Vec::new();
+        for call in self.calls.iter().skip(offset).take(limit) {
+            let mut events = vec![read(call.call)?];
+            for span in &call.dispatches {
+                events.push(read(*span)?);
+            }
+            if let Some(span) = call.result {
+                events.push(read(span)?);
+            }
+            out.extend(cards(&events));
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // the tests write and cut logs themselves
+mod tests {
+    use super::*;
+    use crate::events::{replay_file, LogSync, SessionLog};
+    use crate::Block;
+    use serde_json::json;
+    use std::io::Write;
+
+    fn call(id: &str, tool: &str) -> Event {
+        Event::ToolCall {
+            call_id: id.into(),
+            tool: tool.into(),
+            description: None,
+            args: json!({ "code": format!("return '{id}'") }),
+        }
+    }
+
+    fn result(id: &str) -> Event {
+        Event::ToolResult {
+            call_id: id.into(),
+            content: vec![Block::text(format!("result of {id}"))],
+            is_error: false,
+            spills: Vec::new(),
+        }
+    }
+
+    fn dispatch(parent: &str, n: u32, done: bool) -> Event {
+        let sub_call_id = format!("{parent}:code:{n}");
+        if done {
+            Event::CodeDispatch {
+                sub_call_id,
+                parent_call_id: parent.into(),
+                tool: "run".into(),
+                args: json!({ "command": "ls" }),
+                content: vec![Block::text("a\nb")],
+                is_error: n % 2 == 1,
+                spills: Vec::new(),
+            }
+        } else {
+            Event::CodeDispatchStart {
+                sub_call_id,
+                parent_call_id: parent.into(),
+                tool: "run".into(),
+                args: json!({ "command": "ls" }),
+            }
+        }
+    }
+
+    /// Every page of the index is the same cards as the whole log's
+    /// projection, whatever the page size, calls interleaved.
+    #[test]
+    fn pages_of_the_index_are_the_cards_of_the_whole_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let log = SessionLog::open(&path, LogSync::Never).unwrap();
+        for i in 0..40 {
+            let id = format!("c{i}");
+            log.append(&call(&id, if i % 3 == 0 { "run_code" } else { "bash" }))
+                .unwrap();
+            if i % 3 == 0 {
+                for n in 0..(i % 4) {
+                    log.append(&dispatch(&id, n, false)).unwrap();
+                    log.append(&dispatch(&id, n, true)).unwrap();
+                }
+            }
+            // Results arrive late and out of order; the last calls pend.
+            if (2..37).contains(&i) {
+                log.append(&result(&format!("c{}", i - 2))).unwrap();
+            }
+        }
+        drop(log);
+        let whole = cards(&replay_file(&path).unwrap().events);
+        let index = SessionIndex::open(&path).unwrap();
+        assert_eq!(index.len(), 40);
+        for limit in [1, 3, 7, 40, 100] {
+            let mut paged = Vec::new();
+            let mut offset = 0;
+            while offset < index.len() {
+                paged.extend(index.cards(offset, limit).unwrap());
+                offset += limit;
+            }
+            assert_eq!(paged, whole, "pages of {limit}");
+        }
+        assert!(index.cards(40, 5).unwrap().is_empty());
+    }
+
+    /// A refresh reads only what was appended; a line still being written
+    /// waits; garbage is counted and the rest kept.
+    #[test]
+    fn a_refresh_follows_a_growing_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let log = SessionLog::open(&path, LogSync::Never).unwrap();
+        log.append(&call("a", "bash")).unwrap();
+        let mut index = SessionIndex::open(&path).unwrap();
+        assert_eq!(
+            (index.len(), index.cards(0, 1).unwrap()[0].content.clone()),
+            (1, None)
+        );
+        log.append(&result("a")).unwrap();
+        log.append(&call("b", "run_code")).unwrap();
+        let r = index.refresh().unwrap();
+        assert_eq!((r.events, r.cards), (2, vec![0, 1]));
+        assert!(index.cards(0, 1).unwrap()[0].content.is_some());
+        // Half a line, then garbage, then the rest of an event.
+        let line = serde_json::to_string(&result("b")).unwrap();
+        let (head, tail) = line.split_at(line.len() / 2);
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(head.as_bytes()).unwrap();
+        let r = index.refresh().unwrap();
+        assert_eq!(r, Refreshed::default(), "a line without its newline waits");
+        f.write_all(tail.as_bytes()).unwrap();
+        f.write_all(b"\nnot json\n\n").unwrap();
+        let r = index.refresh().unwrap();
+        assert_eq!((r.events, r.cards), (1, vec![1]));
+        assert_eq!(index.bad_lines().0, 1);
+        assert_eq!(index.bad_lines().1[0].line, 6);
+        assert!(index.cards(1, 1).unwrap()[0].content.is_some());
+        // A log cut under the index says so.
+        f.set_len(10).unwrap();
+        assert!(index.refresh().is_err());
+        // A file that is not a session log is refused.
+        std::fs::write(dir.path().join("x"), b"{}\n").unwrap();
+        assert!(SessionIndex::open(dir.path().join("x")).is_err());
+    }
+}
