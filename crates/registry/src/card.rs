@@ -28,6 +28,9 @@ pub struct Card {
     pub content: Option<Vec<Block>>,
     /// Whether the content is an error.
     pub is_error: bool,
+    /// The spillway notices in the content's text blocks, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<Notice>,
 }
 
 /// Projects a session's events into cards.
@@ -52,6 +55,7 @@ pub fn cards(events: &[Event]) -> Vec<Card> {
                     raw_input,
                     content: None,
                     is_error: false,
+                    notices: Vec::new(),
                 });
             }
             Event::ToolResult {
@@ -63,6 +67,16 @@ pub fn cards(events: &[Event]) -> Vec<Card> {
                 if let Some(card) = out.iter_mut().rev().find(|c| &c.call_id == call_id) {
                     card.content = Some(content.clone());
                     card.is_error = *is_error;
+                    card.notices = content
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, b)| Some((i, b.as_text()?)))
+                        .flat_map(|(i, text)| {
+                            notices(text)
+                                .into_iter()
+                                .map(move |n| Notice { block: i, ..n })
+                        })
+                        .collect();
                 }
             }
             // Nested dispatches are events, never cards.
@@ -105,5 +119,266 @@ impl HostFrame {
             }),
             _ => None,
         }
+    }
+}
+
+/// A spillway notice found in a text: what it says was left out and where
+/// to read it, so that a viewer can show the notice as what it is and
+/// fetch exactly the missing part.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Notice {
+    /// The content block whose text holds it (0 for a lone text).
+    pub block: usize,
+    /// Where the notice starts in the text, in bytes.
+    pub start: usize,
+    /// Where it ends (just past its `]`).
+    pub end: usize,
+    /// The stored object's id as the notice gives it (short or whole);
+    /// `None` when the output could not be stored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The omitted lines, 1-based and inclusive, as `A:B`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<String>,
+    /// The omitted bytes, 0-based and half-open, as `A:B`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<String>,
+    /// A JSON preview marker's pointer to the value it stands for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pointer: Option<String>,
+}
+
+/// Every spillway notice in `text` (`[spillway: …]`, a JSON marker's
+/// `…[spillway: …]…` too), in order, whichever read hint wrote it: the
+/// command line's (`--lines A:B`, `--pointer P`), a tool's
+/// (`lines="A:B"`, `pointer="P"`) or the library's default (`lines A:B`).
+pub fn notices(text: &str) -> Vec<Notice> {
+    const OPEN: &str = "[spillway: ";
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(i) = text[from..].find(OPEN) {
+        let start = from + i;
+        let body_from = start + OPEN.len();
+        let end = notice_end(text, body_from);
+        // A marker inside a JSON string (a JSON preview's raw text) is read
+        // as the string holds it: every quote in it is escaped, and it
+        // decodes as one; a notice in plain text does not.
+        let raw = &text[body_from..end];
+        let body = serde_json::from_str::<String>(&format!("\"{raw}\""))
+            .ok()
+            .filter(|_| raw.contains("\\\""))
+            .unwrap_or_else(|| raw.to_string());
+        out.push(Notice {
+            block: 0,
+            start,
+            end,
+            id: id_in(&body),
+            lines: range_in(&body, "lines"),
+            bytes: range_in(&body, "bytes"),
+            pointer: pointer_in(&body),
+        });
+        from = end.max(body_from);
+    }
+    out
+}
+
+/// Just past the `]` that closes the notice whose text starts at `from`:
+/// the first one that ends a line, the text, or a JSON string (a notice's
+/// own text may hold a bracket, an error message's say); else the first.
+fn notice_end(text: &str, from: usize) -> usize {
+    let rest = &text[from..];
+    let closes = |j: usize| {
+        matches!(
+            rest[j + 1..].chars().next(),
+            None | Some('\n' | '"' | '\\' | '…' | '\r')
+        )
+    };
+    let mut first = None;
+    for (j, _) in rest.match_indices(']') {
+        first.get_or_insert(j);
+        if closes(j) {
+            return from + j + 1;
+        }
+    }
+    first.map_or(text.len(), |j| from + j + 1)
+}
+
+fn id_in(body: &str) -> Option<String> {
+    let at = body.find("blake3:")?;
+    let hex: String = body[at + 7..]
+        .chars()
+        .take_while(|c| c.is_ascii_hexdigit())
+        .collect();
+    (hex.len() >= 16).then(|| format!("blake3:{hex}"))
+}
+
+/// `A:B` after `unit` written as `unit="A:B"`, `--unit A:B` or `unit A:B`.
+fn range_in(body: &str, unit: &str) -> Option<String> {
+    for (at, _) in body.match_indices(unit) {
+        let after = &body[at + unit.len()..];
+        let Some(value) = after
+            .strip_prefix("=\"")
+            .or_else(|| after.strip_prefix(' '))
+        else {
+            continue;
+        };
+        let range: String = value
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == ':')
+            .collect();
+        let mut parts = range.splitn(2, ':');
+        let (a, b) = (parts.next().unwrap_or(""), parts.next());
+        if !a.is_empty() && b.is_some() {
+            return Some(range);
+        }
+    }
+    None
+}
+
+/// A marker's pointer: a JSON string after `pointer=`, one shell word
+/// after `--pointer `, or (the library's default) one shell word after the
+/// id.
+fn pointer_in(body: &str) -> Option<String> {
+    if let Some(at) = body.find("pointer=\"") {
+        let rest = &body[at + "pointer=".len()..];
+        let mut de = serde_json::Deserializer::from_str(rest).into_iter::<String>();
+        return de.next().and_then(Result::ok);
+    }
+    if let Some(at) = body.find("--pointer ") {
+        return Some(shell_word(&body[at + "--pointer ".len()..]));
+    }
+    let id = id_in(body)?;
+    let after = &body[body.find(&id)? + id.len()..];
+    let word = after.strip_prefix(' ')?;
+    word.starts_with(['/', '\'']).then(|| shell_word(word))
+}
+
+/// The first word of `word` as a POSIX shell reads it (single quotes,
+/// backslashes), up to a space or the notice's `]`.
+fn shell_word(word: &str) -> String {
+    let mut out = String::new();
+    let mut chars = word.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                for q in chars.by_ref() {
+                    if q == '\'' {
+                        break;
+                    }
+                    out.push(q);
+                }
+            }
+            '\\' => out.extend(chars.next()),
+            ' ' | ']' => break,
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spillway::{Format, Policy, ReadHint, Selection, Spiller, Store};
+
+    fn spiller(hint: &ReadHint, format: Format) -> (tempfile::TempDir, Spiller) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let policy = Policy::builder()
+            .max_inline_bytes(2000)
+            .format(format)
+            .read_hint(hint)
+            .build()
+            .unwrap();
+        (dir, Spiller::new(policy, store).unwrap())
+    }
+
+    fn hints() -> Vec<ReadHint> {
+        vec![
+            ReadHint::Id,
+            crate::spill_read_hint(),
+            spillway_process::cli_read_hint(Some("/srv/it's [a] store")),
+        ]
+    }
+
+    /// The notice of every read hint gives the object and the exact range
+    /// the outcome says was omitted; reading that range gives the lines.
+    #[test]
+    fn a_notice_names_the_object_and_the_omitted_range_whatever_the_hint() {
+        let input: String = (1..=500)
+            .map(|i| format!("line {i} of the log\n"))
+            .collect();
+        for hint in hints() {
+            let (_dir, s) = spiller(&hint, Format::Text);
+            let out = s.apply(input.as_bytes()).unwrap();
+            let found = notices(&out.content);
+            assert_eq!(found.len(), 1, "{hint:?}: {}", out.content);
+            let n = &found[0];
+            let [a, b] = out.omitted_range.unwrap();
+            assert_eq!(
+                n.lines.as_deref(),
+                Some(format!("{a}:{b}").as_str()),
+                "{hint:?}"
+            );
+            let id = n.id.as_deref().unwrap();
+            assert!(
+                out.spill.as_ref().unwrap().id.to_string().starts_with(id),
+                "{hint:?}"
+            );
+            assert!(out.content[n.start..n.end].starts_with("[spillway: "));
+            assert!(out.content[n.start..n.end].ends_with(']'));
+            let text = s
+                .store()
+                .read(
+                    &out.spill.unwrap().id,
+                    &Selection::Lines(format!("{a}:{b}").parse().unwrap()),
+                )
+                .unwrap();
+            assert!(String::from_utf8(text)
+                .unwrap()
+                .starts_with(&format!("line {a} of")));
+        }
+    }
+
+    /// A JSON preview's markers give their pointers, each of which reads
+    /// back the value it stands for, keys with spaces and quotes included.
+    #[test]
+    fn a_markers_pointer_reads_back_its_value_whatever_the_hint() {
+        let doc = serde_json::json!({
+            "a key with \"quotes\" and spaces": (0..400).map(|i| format!("value {i}")).collect::<Vec<_>>(),
+            "n": 1,
+        });
+        let input = serde_json::to_vec(&doc).unwrap();
+        for hint in hints() {
+            let (_dir, s) = spiller(&hint, Format::Json);
+            let out = s.apply(&input).unwrap();
+            let id = out.spill.clone().unwrap().id;
+            let found: Vec<Notice> = notices(&out.content)
+                .into_iter()
+                .filter(|n| n.pointer.is_some())
+                .collect();
+            assert!(!found.is_empty(), "{hint:?}: {}", out.content);
+            for n in found {
+                let pointer: spillway::JsonPointer = n.pointer.unwrap().parse().unwrap();
+                let mut value = Vec::new();
+                s.store().read_pointer(&id, &pointer, &mut value).unwrap();
+                assert!(!value.is_empty(), "{hint:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn text_without_a_notice_has_none_and_brackets_inside_one_are_kept() {
+        assert!(notices("plain [text] here").is_empty());
+        let t = "x\n[spillway: could not be saved: disk [sda1] full]\ny";
+        let n = notices(t);
+        assert_eq!(n.len(), 1);
+        assert_eq!(
+            &t[n[0].start..n[0].end],
+            "[spillway: could not be saved: disk [sda1] full]"
+        );
+        assert_eq!((n[0].id.clone(), n[0].lines.clone()), (None, None));
     }
 }
