@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""The default policy against the raw path, whole process, on each kind of
+output users print.
+
+    cargo build --release -p spillway-cli
+    python3 benches/kinds.py [SPILLWAY_BIN] [SIZE_MIB] [RUNS]
+
+For each kind it writes SIZE_MIB (default 64) of generated output to a
+file, then runs `spillway apply --compress none FILE` with the default
+policy (terminal render, ranked salient lines) and with `--render raw
+--no-salient`, alternating, RUNS times each (default 5), into a fresh
+store each run, and prints the medians, the ratio and the goal: within
+1.15x of the raw path for plain text, 1.5x for every other kind.
+"""
+
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ESC = "\x1b"
+
+
+def plain(rng, i):
+    return f"{i:09d} request served in {rng.randrange(1, 999)} ms by worker {rng.randrange(64)}\n"
+
+
+def build_log(rng, i):
+    # Nine lines in ten hold a word a salient pattern looks for, each a
+    # different shape (different words and layouts, not only numbers).
+    words = ["error", "FAILED", "warning", "Error:", "failed", "WARN", "error[E0", "panicked", "fatal"]
+    if i % 10 == 9:
+        return f"   Compiling crate-{i % 977} v0.{i % 13}.{i % 7}\n"
+    w = words[i % len(words)]
+    k = rng.randrange(10**6)
+    layouts = [
+        f"src/m{k}.rs:{i}:{k % 80}: {w} in expression {k:x} of module m{k}\n",
+        f"[{k}] {w} while linking target_{k} ({i} objects)\n",
+        f"test suite_{k}::case_{i} ... {w} after {k % 1000} ms\n",
+        f"{w}: unused import `crate::m{k}::item_{i}` in file_{k}.rs\n",
+        f"  --> {w} at line {i}, column {k % 120}: token_{k}\n",
+    ]
+    return layouts[(i // len(words)) % len(layouts)]
+
+
+def flood(rng, i):
+    k = rng.randrange(10**6)
+    return [
+        f"src/lib.rs:{k}:9: error[E0308]: mismatched types\n",
+        f"warning: unused variable: `x{k}`\n",
+        f"2026-12-06T10:{k % 60:02d}:00Z ERROR request {k} failed: connection reset\n",
+        f"FAILED tests/test_{k % 300}.py::test_case_{k} - AssertionError\n",
+    ][i % 4]
+
+
+def coloured(rng, i):
+    k = rng.randrange(10**6)
+    return (f"{ESC}[1m{ESC}[32m   Compiling{ESC}[0m crate-{k} v0.1.{i % 9}\n" if i % 3
+            else f"{ESC}[1m{ESC}[33mwarning{ESC}[0m{ESC}[1m: unused `x{k}`{ESC}[0m\n")
+
+
+def progress(rng, i):
+    return "".join(f"\r[{'#' * (p // 5):<20}] {p:3d}% file_{i}.tar" for p in range(0, 101, 10)) + "\n"
+
+
+def control(rng, i):
+    return "\x00" * rng.randrange(100, 4000) + "".join(chr(rng.choice([1, 7, 8, 11, 12])) for _ in range(20)) + "\n"
+
+
+def cjk(rng, i):
+    return f"{i} 日本語のログ行、処理中のファイル番号{rng.randrange(10**6)}。中文日志。한국어 로그\n"
+
+
+def long_lines(rng, i):
+    return "x" * (200 * 1024 - 20) + f" {i:012d}\n"
+
+
+def test_runner(rng, i):
+    k = rng.randrange(10**6)
+    return (f"test module_{i % 97}::case_{k} ... ok\n" if i % 50
+            else f"test module_{i % 97}::case_{k} ... FAILED\n")
+
+
+def json_lines(rng, i):
+    level = "error" if i % 20 == 0 else "info"
+    return f'{{"ts":"2026-12-06T10:00:{i % 60:02d}Z","level":"{level}","msg":"request {rng.randrange(10**6)} done","ms":{rng.randrange(999)}}}\n'
+
+
+def stack_traces(rng, i):
+    k = rng.randrange(10**6)
+    if i % 12 == 0:
+        return "Traceback (most recent call last):\n"
+    if i % 12 == 11:
+        return f"ValueError: bad value {k}\n"
+    return f'  File "/app/module_{i % 40}.py", line {k % 900}, in handler_{k % 50}\n'
+
+
+def minified(rng, i):
+    return ";".join(f"function f{i}_{j}(a){{return a*{rng.randrange(99)}+{j}}}" for j in range(2000)) + ";"
+
+
+KINDS = [
+    ("plain distinct lines", plain, 1.15),
+    ("a build log, nine lines in ten holding an error word, each a different shape", build_log, 1.5),
+    ("a flood of real error lines of four shapes", flood, 1.5),
+    ("coloured compiler output", coloured, 1.5),
+    ("progress bars redrawn with \\r", progress, 1.5),
+    ("NUL and control bytes", control, 1.5),
+    ("CJK text", cjk, 1.5),
+    ("200 KB lines", long_lines, 1.5),
+    ("test-runner output", test_runner, 1.5),
+    ("JSON lines", json_lines, 1.5),
+    ("stack traces", stack_traces, 1.5),
+    ("a minified bundle", minified, 1.5),
+]
+
+
+def write_kind(path, make, size):
+    rng = random.Random(45)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        written, i = 0, 0
+        while written < size:
+            chunk = "".join(make(rng, i + j) for j in range(256))
+            i += 256
+            f.write(chunk)
+            written += len(chunk.encode())
+
+
+def run(binary, path, extra, store):
+    shutil.rmtree(store, ignore_errors=True)
+    start = time.perf_counter()
+    subprocess.run([binary, "--store", store, "apply", "--quiet", "--compress", "none", *extra, path],
+                   check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main():
+    binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/release/spillway")
+    size = int(sys.argv[2] if len(sys.argv) > 2 else 64) << 20
+    runs = int(sys.argv[3] if len(sys.argv) > 3 else 5)
+    work = tempfile.mkdtemp(prefix="spillway-kinds-")
+    print(f"| kind of output | default | raw | ratio | goal |")
+    print(f"|---|---:|---:|---:|---|")
+    try:
+        for name, make, goal in KINDS:
+            path = os.path.join(work, "input")
+            write_kind(path, make, size)
+            store = os.path.join(work, "store")
+            default, raw = [], []
+            for _ in range(runs):
+                default.append(run(binary, path, [], store))
+                raw.append(run(binary, path, ["--render", "raw", "--no-salient"], store))
+            d, r = statistics.median(default), statistics.median(raw)
+            mark = "✓" if d / r <= goal else "✗"
+            print(f"| {name} | {d * 1000:.0f} ms | {r * 1000:.0f} ms | {d / r:.2f}x | <= {goal}x {mark} |", flush=True)
+            os.remove(path)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
