@@ -283,6 +283,71 @@ impl SessionIndex {
     }
 }
 
+/// A line of a card's content that holds what was searched for.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Hit {
+    /// The card's position.
+    pub card: usize,
+    /// The card's call id.
+    pub call_id: String,
+    /// The content block whose text holds the line.
+    pub block: usize,
+    /// The line, 1-based, in that block's text.
+    pub line: u64,
+    /// The line, at most [`HIT_BYTES`] of it (cut at a character).
+    pub text: String,
+}
+
+/// The most of a line a [`Hit`] carries.
+pub const HIT_BYTES: usize = 240;
+
+impl SessionIndex {
+    /// The lines of the cards' content (their results' text blocks, as the
+    /// model got them) that hold `needle`, ignoring ASCII case, in card
+    /// order: at most `limit` of them, and whether there were more. Each
+    /// result is read again, one at a time.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionIndex::cards`].
+    pub fn search(&self, needle: &str, limit: usize) -> Result<(Vec<Hit>, bool), LogError> {
+        let needle = needle.to_ascii_lowercase();
+        let mut hits = Vec::new();
+        if needle.is_empty() {
+            return Ok((hits, false));
+        }
+        for card in 0..self.len() {
+            for c in self.cards(card, 1)? {
+                for (block, b) in c.content.iter().flatten().enumerate() {
+                    let Some(text) = b.as_text() else { continue };
+                    for (line, l) in (1..).zip(text.lines()) {
+                        if !l.to_ascii_lowercase().contains(&needle) {
+                            continue;
+                        }
+                        if hits.len() == limit {
+                            return Ok((hits, true));
+                        }
+                        let mut cut = l.len().min(HIT_BYTES);
+                        while !l.is_char_boundary(cut) {
+                            cut -= 1;
+                        }
+                        hits.push(Hit {
+                            card,
+                            call_id: c.call_id.clone(),
+                            block,
+                            line,
+                            text: l[..cut].to_string(),
+                        });
+                    }
+                }
+            }
+        }
+        Ok((hits, false))
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // the tests write and cut logs themselves
 mod tests {
@@ -368,6 +433,41 @@ mod tests {
             assert_eq!(paged, whole, "pages of {limit}");
         }
         assert!(index.cards(40, 5).unwrap().is_empty());
+    }
+
+    /// A search finds the lines of the results that hold the words, in
+    /// card order, ignoring case, and says when it stopped at its limit.
+    #[test]
+    fn a_search_finds_the_lines_of_the_results_that_hold_the_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let log = SessionLog::open(&path, LogSync::Never).unwrap();
+        for i in 0..5 {
+            let id = format!("c{i}");
+            log.append(&call(&id, "bash")).unwrap();
+            let text = format!("start {i}\nall is well\nERROR: disk é{i} full\nend");
+            log.append(&Event::ToolResult {
+                call_id: id,
+                content: vec![Block::text("first"), Block::text(text)],
+                is_error: i == 3,
+                spills: Vec::new(),
+            })
+            .unwrap();
+        }
+        drop(log);
+        let index = SessionIndex::open(&path).unwrap();
+        let (hits, more) = index.search("error: DISK", 10).unwrap();
+        assert!(!more);
+        assert_eq!(hits.len(), 5);
+        for (i, h) in hits.iter().enumerate() {
+            assert_eq!((h.card, h.block, h.line), (i, 1, 3));
+            assert_eq!(h.text, format!("ERROR: disk é{i} full"));
+            assert_eq!(h.call_id, format!("c{i}"));
+        }
+        let (hits, more) = index.search("error", 2).unwrap();
+        assert_eq!((hits.len(), more), (2, true));
+        assert!(index.search("nowhere", 10).unwrap().0.is_empty());
+        assert!(index.search("", 10).unwrap().0.is_empty());
     }
 
     /// A refresh reads only what was appended; a line still being written
