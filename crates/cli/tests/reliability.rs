@@ -531,11 +531,23 @@ fn signal(pid: u32, sig: i32) {
 }
 
 /// Whether process `pid` has `path` open.
-fn has_open(pid: u32, path: &Path) -> bool {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|d| {
-        d.flatten()
-            .any(|e| std::fs::read_link(e.path()).is_ok_and(|t| t == path))
-    })
+/// How far into `path` process `pid` has read, when it has the file open.
+fn read_offset(pid: u32, path: &Path) -> Option<u64> {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    for e in fds.flatten() {
+        if std::fs::read_link(e.path()).is_ok_and(|t| t == path) {
+            let info = std::fs::read_to_string(format!(
+                "/proc/{pid}/fdinfo/{}",
+                e.file_name().to_string_lossy()
+            ))
+            .ok()?;
+            return info
+                .lines()
+                .find_map(|l| l.strip_prefix("pos:"))
+                .and_then(|p| p.trim().parse().ok());
+        }
+    }
+    None
 }
 
 /// The kernel's lease-break-time lowered to 1 s while a test runs (as
@@ -589,9 +601,20 @@ fn a_file_truncated_or_rewritten_mid_apply_never_crashes_and_stores_what_was_rea
             .spawn()
             .unwrap();
         let pid = child.id();
+        // Stopped once it has read past the budget (its file offset, from
+        // /proc), so what it read is stored; stopped earlier, it would hold
+        // less than a budget, store nothing, and prove nothing here. A run
+        // that reads it all and closes it first is stopped after.
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while !has_open(pid, &path) && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(2));
+        let mut seen = false;
+        while std::time::Instant::now() < deadline {
+            match read_offset(pid, &path) {
+                Some(at) if at >= 1 << 20 => break,
+                Some(_) => seen = true,
+                None if seen => break,
+                None => {}
+            }
+            std::thread::sleep(Duration::from_millis(1));
         }
         signal(pid, libc::SIGSTOP);
         // Past the lease-break-time, from another thread: a writer that a
