@@ -117,6 +117,9 @@ impl<T: Feed> Offload<T> {
 impl<T: Feed> Remote<T> {
     /// Starts a thread for `consumer`; hands it back if none can be had.
     fn start(consumer: T, budget: &Parallelism) -> Result<Remote<T>, T> {
+        let Some(permit) = budget.permit() else {
+            return Err(consumer);
+        };
         let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(QUEUED);
         let (back_tx, back) = mpsc::channel::<Vec<u8>>();
         let work = move |mut consumer: T| {
@@ -127,7 +130,7 @@ impl<T: Feed> Remote<T> {
             }
             consumer
         };
-        let thread = threads::start(budget, "spillway-feed", consumer, work)?;
+        let thread = threads::start(permit, "spillway-feed", consumer, work)?;
         Ok(Remote {
             tx,
             chunks: Chunks::new(back),

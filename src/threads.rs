@@ -68,6 +68,13 @@ impl Parallelism {
         self.0.free.load(Ordering::Acquire)
     }
 
+    /// One thread's permit, when one is free: taken before the work that
+    /// would run on it is set up, so that work on the caller's thread
+    /// sets up nothing.
+    pub(crate) fn permit(&self) -> Option<Permit> {
+        Some(self.take(1)).filter(|p| p.count() == 1)
+    }
+
     /// Up to `most` permits, as many as are free (maybe none).
     pub(crate) fn take(&self, most: usize) -> Permit {
         let mut free = self.0.free.load(Ordering::Acquire);
@@ -147,24 +154,15 @@ impl<T> Drop for Joined<T> {
     }
 }
 
-/// Runs `work(state)` on a thread of its own named `name`, with a permit
-/// from `budget`; gives `state` back, to be worked on the caller's
-/// thread, when no permit is free or the system starts no thread.
-pub(crate) fn start<S, F, T>(
-    budget: &Parallelism,
-    name: &str,
-    state: S,
-    work: F,
-) -> Result<Joined<T>, S>
+/// Runs `work(state)` on a thread of its own named `name`, holding
+/// `permit` (from [`Parallelism::permit`]); gives `state` back, to be
+/// worked on the caller's thread, when the system starts no thread.
+pub(crate) fn start<S, F, T>(permit: Permit, name: &str, state: S, work: F) -> Result<Joined<T>, S>
 where
     S: Send + 'static,
     F: FnOnce(S) -> T + Send + 'static,
     T: Send + 'static,
 {
-    let permit = budget.take(1);
-    if permit.count() == 0 {
-        return Err(state);
-    }
     // The state goes over a channel, so that it is still here when the
     // thread cannot be started.
     let (give, take) = mpsc::channel::<S>();
@@ -283,18 +281,10 @@ mod tests {
 
     #[test]
     fn without_a_permit_the_work_comes_back_to_run_here() {
-        let none = Parallelism::new(0);
-        let back = start(&none, "t", 7, |n| n)
-            .err()
-            .expect("no permit: state back");
-        assert_eq!(back, 7);
+        assert!(Parallelism::new(0).permit().is_none());
         let one = Parallelism::new(1);
-        let a = start(&one, "t", 1, |n| n + 1).expect("a permit");
-        assert_eq!(
-            start(&one, "t", 2, |n| n).err(),
-            Some(2),
-            "the one permit is taken"
-        );
+        let a = start(one.permit().unwrap(), "t", 1, |n| n + 1).expect("a thread");
+        assert!(one.permit().is_none(), "the one permit is taken");
         assert_eq!(a.join(), 2);
         assert_eq!(one.free(), 1, "joining gives the permit back");
         let x = 5;
@@ -310,7 +300,9 @@ mod tests {
     fn a_thread_dropped_unjoined_is_waited_for_and_its_permit_returned() {
         let b = Parallelism::new(1);
         let (tx, rx) = mpsc::channel::<()>();
-        let t = start(&b, "t", rx, |rx| rx.recv().is_err()).ok().unwrap();
+        let t = start(b.permit().unwrap(), "t", rx, |rx| rx.recv().is_err())
+            .ok()
+            .unwrap();
         drop(tx);
         drop(t);
         assert_eq!(b.free(), 1);
@@ -320,7 +312,7 @@ mod tests {
     #[should_panic(expected = "boom")]
     fn a_panic_on_the_thread_is_resumed_on_the_caller() {
         let b = Parallelism::new(1);
-        let t = start(&b, "t", (), |()| -> u8 { panic!("boom") })
+        let t = start(b.permit().unwrap(), "t", (), |()| -> u8 { panic!("boom") })
             .ok()
             .unwrap();
         t.join();

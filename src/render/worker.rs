@@ -88,6 +88,9 @@ pub(crate) struct Worker {
 impl Worker {
     /// Starts a thread for `scan`; hands it back if it gets none.
     fn start(scan: Box<RawScan>, budget: &Parallelism) -> Result<Box<Worker>, Box<RawScan>> {
+        let Some(permit) = budget.permit() else {
+            return Err(scan);
+        };
         let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUED);
         let (back_tx, back) = mpsc::channel::<Vec<u8>>();
         let (starts_line, finder) = (scan.at_line_start(), scan.finder());
@@ -107,7 +110,7 @@ impl Worker {
             }
             scan
         };
-        let thread = threads::start(budget, "spillway-scan", scan, work)?;
+        let thread = threads::start(permit, "spillway-scan", scan, work)?;
         Ok(Box::new(Worker {
             tx,
             chunks: Chunks::new(back),
