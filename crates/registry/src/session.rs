@@ -27,13 +27,13 @@ struct Span {
     len: u64,
 }
 
-/// The lines of one outer call.
+/// The lines of one outer call's card: its call and its result. (Its
+/// nested dispatches are events inside the card; a refresh reports the
+/// card changed when one arrives.)
 #[derive(Debug)]
 struct Call {
     call: Span,
     result: Option<Span>,
-    /// Its nested dispatches' events, in order (start and settle).
-    dispatches: Vec<Span>,
 }
 
 /// What an event line is, read without its content.
@@ -46,6 +46,11 @@ struct Peek {
     #[serde(rename = "parentCallId")]
     parent_call_id: Option<String>,
 }
+
+/// The longest line read as an event: past it a line is counted as bad
+/// without being held (a file that is not a log could be one endless
+/// line). Far more than a result can hold, escaped.
+const MAX_LINE: u64 = 512 << 20;
 
 /// How many bad lines are kept with their reasons; the rest are counted.
 const KEEP_BAD: usize = 100;
@@ -62,6 +67,8 @@ pub struct SessionIndex {
     by_id: HashMap<String, usize>,
     bad: Vec<BadLine>,
     bad_count: u64,
+    /// [`MAX_LINE`], smaller in tests.
+    max_line: u64,
 }
 
 /// What a [`SessionIndex::refresh`] found.
@@ -99,6 +106,7 @@ impl SessionIndex {
             by_id: HashMap::new(),
             bad: Vec::new(),
             bad_count: 0,
+            max_line: MAX_LINE,
         };
         index.refresh()?;
         Ok(index)
@@ -126,6 +134,9 @@ impl SessionIndex {
         let mut out = Refreshed::default();
         let mut changed = Vec::new();
         let mut pending = Vec::new();
+        // The length of the line being read, and whether it outgrew what
+        // an event can be (its bytes are then dropped, not held).
+        let (mut line_len, mut overlong) = (0u64, false);
         let mut buf = vec![0u8; 1 << 20];
         let mut at = self.indexed;
         loop {
@@ -134,18 +145,39 @@ impl SessionIndex {
                 break;
             }
             let mut chunk = &buf[..n];
-            while let Some(i) = memchr::memchr(b'\n', chunk) {
-                pending.extend_from_slice(&chunk[..i]);
-                let span = Span {
-                    at,
-                    len: pending.len() as u64,
-                };
-                at += pending.len() as u64 + 1;
-                self.line(&pending, span, &mut out, &mut changed)?;
+            loop {
+                let end = memchr::memchr(b'\n', chunk);
+                let part = &chunk[..end.unwrap_or(chunk.len())];
+                line_len += part.len() as u64;
+                if line_len > self.max_line {
+                    overlong = true;
+                    pending = Vec::new();
+                } else {
+                    pending.extend_from_slice(part);
+                }
+                let Some(i) = end else { break };
+                let span = Span { at, len: line_len };
+                at += line_len + 1;
+                if overlong {
+                    self.lines += 1;
+                    if self.lines == 1 {
+                        return Err(LogError::Header {
+                            path,
+                            reason: "the first line is not a session log's header".into(),
+                        });
+                    }
+                    let max = self.max_line;
+                    self.bad_line(
+                        format!("a line of {line_len} bytes, past the {max} an event may hold"),
+                        false,
+                    );
+                } else {
+                    self.line(&pending, span, &mut out, &mut changed)?;
+                }
                 pending.clear();
+                (line_len, overlong) = (0, false);
                 chunk = &chunk[i + 1..];
             }
-            pending.extend_from_slice(chunk);
         }
         // What follows the last newline is still being written.
         self.indexed = at;
@@ -189,7 +221,6 @@ impl SessionIndex {
                 self.calls.push(Call {
                     call: span,
                     result: None,
-                    dispatches: Vec::new(),
                 });
                 self.by_id.insert(id, self.calls.len() - 1);
                 self.calls.len() - 1
@@ -206,10 +237,7 @@ impl SessionIndex {
                     .parent_call_id
                     .and_then(|id| self.by_id.get(&id).copied())
                 {
-                    Some(i) => {
-                        self.calls[i].dispatches.push(span);
-                        i
-                    }
+                    Some(i) => i,
                     None => return Ok(()),
                 }
             }
@@ -256,30 +284,33 @@ impl SessionIndex {
     /// [`LogError`] when the file cannot be read, or a line indexed no
     /// longer parses (the file was rewritten under the index).
     pub fn cards(&self, offset: usize, limit: usize) -> Result<Vec<Card>, LogError> {
-        let path = &self.path;
-        let file = File::open(path).map_err(io_error("open", path))?;
-        let read = |span: Span| -> Result<Event, LogError> {
-            let mut bytes = vec![0u8; span.len as usize];
-            file.read_exact_at(&mut bytes, span.at)
-                .map_err(io_error("read", path))?;
-            serde_json::from_slice(&bytes).map_err(|e| LogError::Io {
-                op: "read again",
-                path: path.clone(),
-                source: io::Error::new(io::ErrorKind::InvalidData, e),
-            })
-        };
+        let file = self.file()?;
         let mut out = Vec::new();
         for call in self.calls.iter().skip(offset).take(limit) {
-            let mut events = vec![read(call.call)?];
-            for span in &call.dispatches {
-                events.push(read(*span)?);
-            }
+            let mut events = vec![self.event(&file, call.call)?];
             if let Some(span) = call.result {
-                events.push(read(span)?);
+                events.push(self.event(&file, span)?);
             }
             out.extend(cards(&events));
         }
         Ok(out)
+    }
+
+    fn file(&self) -> Result<File, LogError> {
+        File::open(&self.path).map_err(io_error("open", &self.path))
+    }
+
+    /// The event on the line at `span`, read again.
+    fn event(&self, file: &File, span: Span) -> Result<Event, LogError> {
+        let path = &self.path;
+        let mut bytes = vec![0u8; span.len as usize];
+        file.read_exact_at(&mut bytes, span.at)
+            .map_err(io_error("read", path))?;
+        serde_json::from_slice(&bytes).map_err(|e| LogError::Io {
+            op: "read again",
+            path: path.clone(),
+            source: io::Error::new(io::ErrorKind::InvalidData, e),
+        })
     }
 }
 
@@ -318,29 +349,36 @@ impl SessionIndex {
         if needle.is_empty() {
             return Ok((hits, false));
         }
-        for card in 0..self.len() {
-            for c in self.cards(card, 1)? {
-                for (block, b) in c.content.iter().flatten().enumerate() {
-                    let Some(text) = b.as_text() else { continue };
-                    for (line, l) in (1..).zip(text.lines()) {
-                        if !l.to_ascii_lowercase().contains(&needle) {
-                            continue;
-                        }
-                        if hits.len() == limit {
-                            return Ok((hits, true));
-                        }
-                        let mut cut = l.len().min(HIT_BYTES);
-                        while !l.is_char_boundary(cut) {
-                            cut -= 1;
-                        }
-                        hits.push(Hit {
-                            card,
-                            call_id: c.call_id.clone(),
-                            block,
-                            line,
-                            text: l[..cut].to_string(),
-                        });
+        let file = self.file()?;
+        // Only the results are read: a card's content is its result's.
+        for (card, call) in self.calls.iter().enumerate() {
+            let Some(span) = call.result else { continue };
+            let Event::ToolResult {
+                call_id, content, ..
+            } = self.event(&file, span)?
+            else {
+                continue;
+            };
+            for (block, b) in content.iter().enumerate() {
+                let Some(text) = b.as_text() else { continue };
+                for (line, l) in (1..).zip(text.lines()) {
+                    if !l.to_ascii_lowercase().contains(&needle) {
+                        continue;
                     }
+                    if hits.len() == limit {
+                        return Ok((hits, true));
+                    }
+                    let mut cut = l.len().min(HIT_BYTES);
+                    while !l.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    hits.push(Hit {
+                        card,
+                        call_id: call_id.clone(),
+                        block,
+                        line,
+                        text: l[..cut].to_string(),
+                    });
                 }
             }
         }
@@ -468,6 +506,41 @@ mod tests {
         assert_eq!((hits.len(), more), (2, true));
         assert!(index.search("nowhere", 10).unwrap().0.is_empty());
         assert!(index.search("", 10).unwrap().0.is_empty());
+    }
+
+    /// A line longer than an event may be is counted as bad and not held;
+    /// the events after it are indexed.
+    #[test]
+    fn an_endless_line_is_counted_not_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let log = SessionLog::open(&path, LogSync::Never).unwrap();
+        log.append(&call("a", "bash")).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(&vec![b'x'; 3 << 20]).unwrap();
+        f.write_all(b"\n").unwrap();
+        drop(f);
+        log.append(&call("b", "bash")).unwrap();
+        // Indexed again from the start with a bound of 1 MiB.
+        let mut index = SessionIndex::open(&path).unwrap();
+        (index.max_line, index.indexed, index.lines) = (1 << 20, 0, 0);
+        (index.calls, index.by_id, index.bad_count) = (Vec::new(), HashMap::new(), 0);
+        index.bad.clear();
+        index.refresh().unwrap();
+        assert_eq!(index.len(), 2);
+        assert_eq!(index.bad_lines().0, 1);
+        assert!(index.bad_lines().1[0].reason.contains("3145728 bytes"));
+        assert_eq!(index.cards(1, 1).unwrap()[0].call_id, "b");
+        // A first line that long is no header.
+        let other = dir.path().join("x.jsonl");
+        std::fs::write(&other, vec![b'{'; 3 << 20]).unwrap();
+        let mut bad = SessionIndex::open(&other).unwrap();
+        (bad.max_line, bad.indexed, bad.lines) = (1 << 20, 0, 0);
+        std::fs::write(&other, [vec![b'{'; 3 << 20], b"\n".to_vec()].concat()).unwrap();
+        assert!(matches!(bad.refresh(), Err(LogError::Header { .. })));
     }
 
     /// A refresh reads only what was appended; a line still being written
