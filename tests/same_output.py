@@ -111,12 +111,14 @@ POLICIES = [
 
 def store_digest(store):
     h = hashlib.sha256()
-    for root, dirs, files in sorted(os.walk(store)):
-        dirs.sort()
+    for root, _dirs, files in sorted(os.walk(store)):
         for name in sorted(files):
             path = os.path.join(root, name)
             rel = os.path.relpath(path, store)
-            if rel.startswith("tmp") or name.startswith("."):
+            # A temp file left behind counts, but not its name, which
+            # carries a pid and a time.
+            if "tmp" in rel.split(os.sep):
+                h.update(b"a temp file left\0")
                 continue
             with open(path, "rb") as f:
                 h.update(rel.encode() + b"\0" + hashlib.sha256(f.read()).digest())

@@ -232,7 +232,10 @@ mod tests {
         data.extend_from_slice(b"no newline at the end");
         let (store, id) = store_with(&data);
         let all = store.read(&id, &Selection::All).unwrap();
-        for budget in [0, 1, 3, 16, 61, 100, 257, 1000, 1 << 20] {
+        // Pages of a few bytes, a whole object just over one page (the
+        // common case: an output just past its budget), and one page.
+        let n = data.len();
+        for budget in [0, 1, 3, 16, 61, 100, 257, 1000, n / 2, n - 1, n, 1 << 20] {
             for sel in [
                 Selection::All,
                 Selection::Lines(LineRange::new(5, Some(300)).unwrap()),

@@ -307,10 +307,14 @@ mod tests {
     /// the outcome says was omitted; reading that range gives the lines.
     #[test]
     fn a_notice_names_the_object_and_the_omitted_range_whatever_the_hint() {
-        let input: String = (1..=500)
-            .map(|i| format!("line {i} of the log\n"))
-            .collect();
-        for hint in hints() {
+        // Just over the 2,000-byte budget (1.05x, 1.95x) and well past it.
+        for (lines, hint) in [110, 200, 500]
+            .into_iter()
+            .flat_map(|n| hints().into_iter().map(move |h| (n, h)))
+        {
+            let input: String = (1..=lines)
+                .map(|i| format!("line {i} of the log\n"))
+                .collect();
             let (_dir, s) = spiller(&hint, Format::Text);
             let out = s.apply(input.as_bytes()).unwrap();
             let found = notices(&out.content);
