@@ -20,6 +20,8 @@ pub struct Card {
     pub call_id: String,
     /// The call's description, else the tool's name.
     pub title: String,
+    /// The tool.
+    pub tool: String,
     /// Always `"execute"`.
     pub kind: &'static str,
     /// The code for `run_code`, else the arguments.
@@ -28,14 +30,64 @@ pub struct Card {
     pub content: Option<Vec<Block>>,
     /// Whether the content is an error.
     pub is_error: bool,
+    /// Whether the call has no result yet.
+    pub pending: bool,
     /// The spillway notices in the content's text blocks, in order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<Notice>,
+    /// The program's nested calls, in the order they started: events
+    /// inside this card, never cards of their own.
+    pub dispatches: Vec<Dispatch>,
+    /// The call's share of its turn's budget, when it was one of several
+    /// calls bounded together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn: Option<TurnPart>,
+}
+
+/// A nested call a `run_code` program made, inside its outer call's card.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Dispatch {
+    /// `<outerCallId>:code:<n>`.
+    pub sub_call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// A snapshot of the arguments.
+    pub args: Value,
+    /// The bounded durable copy of its content; `None` while it runs.
+    pub content: Option<Vec<Block>>,
+    /// Whether the content is an error.
+    pub is_error: bool,
+    /// Whether it has not settled yet.
+    pub pending: bool,
+    /// The spillway notices in its content's text blocks, in order.
+    pub notices: Vec<Notice>,
+}
+
+/// One call's part of a turn's budget (a `tool/turn` event).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct TurnPart {
+    /// The turn's id.
+    pub turn_id: String,
+    /// The turn's budget: the most text its results hold together.
+    pub budget: u64,
+    /// How many calls the turn bounded together.
+    pub calls: usize,
+    /// The text bytes this call's result held under its own policy.
+    pub demand: u64,
+    /// The text bytes it holds in the turn.
+    pub share: u64,
 }
 
 /// Projects a session's events into cards.
 pub fn cards(events: &[Event]) -> Vec<Card> {
     let mut out: Vec<Card> = Vec::new();
+    let mut turns: Vec<(String, TurnPart)> = Vec::new();
+    let card_of = |out: &mut Vec<Card>, id: &str| -> Option<usize> {
+        out.iter().rposition(|c| c.call_id == id)
+    };
     for e in events {
         match e {
             Event::ToolCall {
@@ -51,11 +103,15 @@ pub fn cards(events: &[Event]) -> Vec<Card> {
                 out.push(Card {
                     call_id: call_id.clone(),
                     title: description.clone().unwrap_or_else(|| tool.clone()),
+                    tool: tool.clone(),
                     kind: "execute",
                     raw_input,
                     content: None,
                     is_error: false,
+                    pending: true,
                     notices: Vec::new(),
+                    dispatches: Vec::new(),
+                    turn: None,
                 });
             }
             Event::ToolResult {
@@ -64,26 +120,111 @@ pub fn cards(events: &[Event]) -> Vec<Card> {
                 is_error,
                 ..
             } => {
-                if let Some(card) = out.iter_mut().rev().find(|c| &c.call_id == call_id) {
+                if let Some(i) = card_of(&mut out, call_id) {
+                    let card = &mut out[i];
                     card.content = Some(content.clone());
                     card.is_error = *is_error;
-                    card.notices = content
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(i, b)| Some((i, b.as_text()?)))
-                        .flat_map(|(i, text)| {
-                            notices(text)
-                                .into_iter()
-                                .map(move |n| Notice { block: i, ..n })
-                        })
-                        .collect();
+                    card.pending = false;
+                    card.notices = content_notices(content);
                 }
             }
-            // Nested dispatches are events, never cards.
-            Event::CodeDispatchStart { .. } | Event::CodeDispatch { .. } | Event::Turn { .. } => {}
+            // Nested dispatches are events inside their card, never cards.
+            Event::CodeDispatchStart {
+                sub_call_id,
+                parent_call_id,
+                tool,
+                args,
+            } => {
+                if let Some(i) = card_of(&mut out, parent_call_id) {
+                    out[i].dispatches.push(Dispatch {
+                        sub_call_id: sub_call_id.clone(),
+                        tool: tool.clone(),
+                        args: args.clone(),
+                        content: None,
+                        is_error: false,
+                        pending: true,
+                        notices: Vec::new(),
+                    });
+                }
+            }
+            Event::CodeDispatch {
+                sub_call_id,
+                parent_call_id,
+                tool,
+                args,
+                content,
+                is_error,
+                ..
+            } => {
+                let Some(i) = card_of(&mut out, parent_call_id) else {
+                    continue;
+                };
+                let list = &mut out[i].dispatches;
+                let at = match list.iter().rposition(|d| &d.sub_call_id == sub_call_id) {
+                    Some(at) => at,
+                    // Settled without a start (an older writer): it is
+                    // still one of the card's calls.
+                    None => {
+                        list.push(Dispatch {
+                            sub_call_id: sub_call_id.clone(),
+                            tool: tool.clone(),
+                            args: args.clone(),
+                            content: None,
+                            is_error: false,
+                            pending: true,
+                            notices: Vec::new(),
+                        });
+                        list.len() - 1
+                    }
+                };
+                let d = &mut list[at];
+                d.content = Some(content.clone());
+                d.is_error = *is_error;
+                d.pending = false;
+                d.notices = content_notices(content);
+            }
+            Event::Turn {
+                turn_id,
+                budget,
+                calls,
+            } => {
+                for c in calls {
+                    turns.push((
+                        c.call_id.clone(),
+                        TurnPart {
+                            turn_id: turn_id.clone(),
+                            budget: *budget,
+                            calls: calls.len(),
+                            demand: c.demand,
+                            share: c.share,
+                        },
+                    ));
+                }
+            }
+        }
+    }
+    // A turn is recorded before its results, and may come before or after
+    // its calls: it joins its cards once all are read.
+    for (call_id, part) in turns {
+        if let Some(i) = card_of(&mut out, &call_id) {
+            out[i].turn = Some(part);
         }
     }
     out
+}
+
+/// The notices of a content's text blocks, each with its block.
+fn content_notices(content: &[Block]) -> Vec<Notice> {
+    content
+        .iter()
+        .enumerate()
+        .filter_map(|(i, b)| Some((i, b.as_text()?)))
+        .flat_map(|(i, text)| {
+            notices(text)
+                .into_iter()
+                .map(move |n| Notice { block: i, ..n })
+        })
+        .collect()
 }
 
 /// What a host sends a UI for a result: the content, once. There is no view

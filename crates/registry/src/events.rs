@@ -99,6 +99,19 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The event's `type`, as the log writes it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::ToolCall { .. } => "tool/call",
+            Event::ToolResult { .. } => "tool/result",
+            Event::Turn { .. } => "tool/turn",
+            Event::CodeDispatchStart { .. } => "tool/code-dispatch-start",
+            Event::CodeDispatch { .. } => "tool/code-dispatch",
+        }
+    }
+}
+
 /// One call's part of a turn.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -30,6 +30,7 @@ mod builder;
 mod call;
 pub mod card;
 mod code_failure;
+mod dsh;
 pub mod events;
 mod pipeline;
 pub mod run_code;

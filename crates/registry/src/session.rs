@@ -27,13 +27,14 @@ struct Span {
     len: u64,
 }
 
-/// The lines of one outer call's card: its call and its result. (Its
-/// nested dispatches are events inside the card; a refresh reports the
-/// card changed when one arrives.)
+/// The lines of one outer call's card: its call, its result, its nested
+/// dispatches' events and the turn that bounded it.
 #[derive(Debug)]
 struct Call {
     call: Span,
     result: Option<Span>,
+    dispatches: Vec<Span>,
+    turn: Option<Span>,
 }
 
 /// What an event line is, read without its content.
@@ -45,6 +46,25 @@ struct Peek {
     call_id: Option<String>,
     #[serde(rename = "parentCallId")]
     parent_call_id: Option<String>,
+    /// A turn's calls.
+    calls: Option<Vec<PeekShare>>,
+}
+
+#[derive(Deserialize)]
+struct PeekShare {
+    #[serde(rename = "callId")]
+    call_id: String,
+}
+
+/// Whose log it is: spillway's own, or DeepSeek Harness's (read through
+/// [`crate::dsh`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// `{"format":"spillway-session",…}` and this crate's events.
+    Spillway,
+    /// `{"type":"session",…}` and DeepSeek Harness's event envelope.
+    DeepSeekHarness,
 }
 
 /// The longest line read as an event: past it a line is counted as bad
@@ -69,6 +89,7 @@ pub struct SessionIndex {
     bad_count: u64,
     /// [`MAX_LINE`], smaller in tests.
     max_line: u64,
+    dialect: Dialect,
 }
 
 /// What a [`SessionIndex::refresh`] found.
@@ -107,6 +128,7 @@ impl SessionIndex {
             bad: Vec::new(),
             bad_count: 0,
             max_line: MAX_LINE,
+            dialect: Dialect::Spillway,
         };
         index.refresh()?;
         Ok(index)
@@ -196,6 +218,10 @@ impl SessionIndex {
     ) -> Result<(), LogError> {
         self.lines += 1;
         if self.lines == 1 {
+            if crate::dsh::is_header(line) {
+                self.dialect = Dialect::DeepSeekHarness;
+                return Ok(());
+            }
             return check_header(line).map_err(|reason| LogError::Header {
                 path: self.path.clone(),
                 reason,
@@ -204,10 +230,14 @@ impl SessionIndex {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Ok(());
         }
-        let peek = match serde_json::from_slice::<Peek>(line) {
-            Ok(p) => p,
-            Err(e) => {
-                self.bad_line(e.to_string(), e.is_eof());
+        let peek = match self.peek(line) {
+            Ok(Some(p)) => p,
+            Ok(None) => {
+                out.events += 1;
+                return Ok(());
+            }
+            Err((reason, torn)) => {
+                self.bad_line(reason, torn);
                 return Ok(());
             }
         };
@@ -221,6 +251,8 @@ impl SessionIndex {
                 self.calls.push(Call {
                     call: span,
                     result: None,
+                    dispatches: Vec::new(),
+                    turn: None,
                 });
                 self.by_id.insert(id, self.calls.len() - 1);
                 self.calls.len() - 1
@@ -237,15 +269,85 @@ impl SessionIndex {
                     .parent_call_id
                     .and_then(|id| self.by_id.get(&id).copied())
                 {
-                    Some(i) => i,
+                    Some(i) => {
+                        self.calls[i].dispatches.push(span);
+                        i
+                    }
                     None => return Ok(()),
                 }
             }
-            // A turn's shares, and kinds a later version writes, have no card.
+            "tool/turn" => {
+                for share in peek.calls.unwrap_or_default() {
+                    if let Some(&i) = self.by_id.get(&share.call_id) {
+                        self.calls[i].turn = Some(span);
+                        changed.push(i);
+                    }
+                }
+                return Ok(());
+            }
+            // Kinds a later version writes have no card.
             _ => return Ok(()),
         };
         changed.push(owner);
         Ok(())
+    }
+
+    /// What a line is: `None` for an event no card shows (in a DeepSeek
+    /// Harness log, most of them); the reason, and whether the line looks
+    /// torn, when it is not an event.
+    fn peek(&self, line: &[u8]) -> Result<Option<Peek>, (String, bool)> {
+        match self.dialect {
+            Dialect::Spillway => serde_json::from_slice::<Peek>(line)
+                .map(Some)
+                .map_err(|e| (e.to_string(), e.is_eof())),
+            Dialect::DeepSeekHarness => {
+                let torn = serde_json::from_slice::<serde::de::IgnoredAny>(line)
+                    .err()
+                    .is_some_and(|e| e.is_eof());
+                let event = crate::dsh::event(line).map_err(|e| (e, torn))?;
+                Ok(event.map(|e| {
+                    let kind = e.kind().to_owned();
+                    match e {
+                        Event::ToolCall { call_id, .. } | Event::ToolResult { call_id, .. } => {
+                            Peek {
+                                kind,
+                                call_id: Some(call_id),
+                                parent_call_id: None,
+                                calls: None,
+                            }
+                        }
+                        Event::CodeDispatchStart { parent_call_id, .. }
+                        | Event::CodeDispatch { parent_call_id, .. } => Peek {
+                            kind,
+                            call_id: None,
+                            parent_call_id: Some(parent_call_id),
+                            calls: None,
+                        },
+                        Event::Turn { .. } => Peek {
+                            kind,
+                            call_id: None,
+                            parent_call_id: None,
+                            calls: None,
+                        },
+                    }
+                }))
+            }
+        }
+    }
+
+    /// Whose log this is.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The bytes indexed: up to the end of the last complete line.
+    pub fn indexed_bytes(&self) -> u64 {
+        self.indexed
     }
 
     fn bad_line(&mut self, reason: String, torn: bool) {
@@ -287,9 +389,16 @@ impl SessionIndex {
         let file = self.file()?;
         let mut out = Vec::new();
         for call in self.calls.iter().skip(offset).take(limit) {
-            let mut events = vec![self.event(&file, call.call)?];
-            if let Some(span) = call.result {
-                events.push(self.event(&file, span)?);
+            // The card's lines in the file's order, as a whole-log
+            // projection meets them.
+            let mut spans = vec![call.call];
+            spans.extend(call.result);
+            spans.extend(call.turn);
+            spans.extend(call.dispatches.iter().copied());
+            spans.sort_unstable_by_key(|s| s.at);
+            let mut events = Vec::with_capacity(spans.len());
+            for span in spans {
+                events.extend(self.event(&file, span)?);
             }
             out.extend(cards(&events));
         }
@@ -301,16 +410,22 @@ impl SessionIndex {
     }
 
     /// The event on the line at `span`, read again.
-    fn event(&self, file: &File, span: Span) -> Result<Event, LogError> {
+    fn event(&self, file: &File, span: Span) -> Result<Option<Event>, LogError> {
         let path = &self.path;
         let mut bytes = vec![0u8; span.len as usize];
         file.read_exact_at(&mut bytes, span.at)
             .map_err(io_error("read", path))?;
-        serde_json::from_slice(&bytes).map_err(|e| LogError::Io {
+        let invalid = |e: String| LogError::Io {
             op: "read again",
             path: path.clone(),
             source: io::Error::new(io::ErrorKind::InvalidData, e),
-        })
+        };
+        match self.dialect {
+            Dialect::Spillway => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| invalid(e.to_string())),
+            Dialect::DeepSeekHarness => crate::dsh::event(&bytes).map_err(invalid),
+        }
     }
 }
 
@@ -353,9 +468,9 @@ impl SessionIndex {
         // Only the results are read: a card's content is its result's.
         for (card, call) in self.calls.iter().enumerate() {
             let Some(span) = call.result else { continue };
-            let Event::ToolResult {
+            let Some(Event::ToolResult {
                 call_id, content, ..
-            } = self.event(&file, span)?
+            }) = self.event(&file, span)?
             else {
                 continue;
             };
@@ -456,6 +571,22 @@ mod tests {
             if (2..37).contains(&i) {
                 log.append(&result(&format!("c{}", i - 2))).unwrap();
             }
+            // Every tenth pair of calls was bounded together as a turn.
+            if i % 10 == 1 {
+                log.append(&Event::Turn {
+                    turn_id: format!("t{i}"),
+                    budget: 1000,
+                    calls: [i - 1, i]
+                        .iter()
+                        .map(|c| crate::events::TurnShare {
+                            call_id: format!("c{c}"),
+                            demand: 900,
+                            share: 500,
+                        })
+                        .collect(),
+                })
+                .unwrap();
+            }
         }
         drop(log);
         let whole = cards(&replay_file(&path).unwrap().events);
@@ -471,6 +602,22 @@ mod tests {
             assert_eq!(paged, whole, "pages of {limit}");
         }
         assert!(index.cards(40, 5).unwrap().is_empty());
+        // What the projection holds: each program's nested calls inside
+        // its card, settled or not, pending calls as pending, turns.
+        for (i, card) in whole.iter().enumerate() {
+            let n = if i % 3 == 0 { i % 4 } else { 0 };
+            assert_eq!(card.dispatches.len(), n, "card {i}");
+            for (k, d) in card.dispatches.iter().enumerate() {
+                assert_eq!(d.sub_call_id, format!("c{i}:code:{k}"));
+                assert!(!d.pending);
+                assert_eq!(d.is_error, k % 2 == 1);
+            }
+            assert_eq!(card.pending, i >= 35, "card {i}");
+            assert_eq!(card.content.is_none(), card.pending);
+            let turn = card.turn.as_ref().map(|t| t.turn_id.clone());
+            let want = (i % 10 <= 1).then(|| format!("t{}", i - i % 10 + 1));
+            assert_eq!(turn, want, "card {i}");
+        }
     }
 
     /// A search finds the lines of the results that hold the words, in
