@@ -96,6 +96,30 @@ pub enum Command {
         echo 'const out = await tools.run({command: \"cargo test\"}); return out.split(\"\\n\").filter(l => l.includes(\"FAILED\"));' | spillway code\n  \
         spillway code --timeout 2m --memory 256MiB --session-log session.jsonl job.js")]
     Code(CodeArgs),
+    /// Show session logs in a browser: one card per outer call, nested
+    /// calls inside it, every notice expandable from the store, search
+    /// inside stored output, followed live. Serves 127.0.0.1 only; prints
+    /// the address (with its token) as its first line and serves until
+    /// interrupted.
+    #[command(after_help = "Examples:\n  \
+        spillway code --session-log s.jsonl prog.js && spillway view s.jsonl\n  \
+        spillway view --port 8765 --open sessions/\n  \
+        spillway view --store s3://bucket/spills harness-session.jsonl")]
+    View(ViewArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ViewArgs {
+    /// Session logs (spillway's, or DeepSeek Harness's uncompressed JSONL),
+    /// or directories of them (`*.jsonl`).
+    #[arg(required = true, value_name = "SESSION")]
+    pub sessions: Vec<PathBuf>,
+    /// The port on 127.0.0.1 (default: a free one).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub port: u16,
+    /// Open the address in the system's browser.
+    #[arg(long)]
+    pub open: bool,
 }
 
 #[derive(Args, Debug)]

@@ -22,7 +22,7 @@ use spillway_registry::ToolCall;
 
 use super::args::{
     ApplyArgs, Cli, CodeArgs, Command, ConfigArgs, GcArgs, GrepArgs, JsonArg, LimitArgs,
-    McpCommand, McpProxyArgs, McpServeArgs, PresentArg, RunArgs, ShowArgs, VerifyArgs,
+    McpCommand, McpProxyArgs, McpServeArgs, PresentArg, RunArgs, ShowArgs, VerifyArgs, ViewArgs,
 };
 use super::config::{self, Effective};
 use super::emit;
@@ -83,6 +83,58 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Mcp(McpCommand::Proxy(args)) => mcp_proxy(&eff, &store, args),
         Command::Mcp(McpCommand::Serve(args)) => mcp_serve(&eff, &store, args),
         Command::Code(args) => code(&eff, &store, args),
+        Command::View(args) => view(&store, args),
+    }
+}
+
+fn view(store: &Store, args: ViewArgs) -> Result<i32> {
+    let mut builder = spillway_view::Viewer::builder()
+        .store(store.clone())
+        .port(args.port);
+    for s in &args.sessions {
+        builder = builder.session(s);
+    }
+    let viewer = builder.build().context("view")?;
+    let url = viewer.url();
+    // Installed before the address is printed: whoever reads it may stop
+    // the viewer at once.
+    let cancel = stop_signals("view")?;
+    emit(format!("spillway view: {url}\n").as_bytes())?;
+    let mut browser = args.open.then(|| open_browser(&url)).flatten();
+    let served = viewer.serve(cancel.clone());
+    if let Some(child) = browser.as_mut() {
+        // The opener hands the address to a browser and exits; one that
+        // has not is not left behind.
+        if !matches!(child.try_wait(), Ok(Some(_))) {
+            let _ = child.kill();
+        }
+        let _ = child.wait();
+    }
+    served.context("view")?;
+    Ok(exit_for(&cancel))
+}
+
+/// Starts the system's opener (`$BROWSER`, else `xdg-open`) on `url`; a
+/// note on stderr when there is none.
+fn open_browser(url: &str) -> Option<std::process::Child> {
+    let opener = std::env::var_os("BROWSER")
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| "xdg-open".into());
+    match std::process::Command::new(&opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        Ok(child) => Some(child),
+        Err(e) => {
+            eprintln!(
+                "spillway: view: cannot open a browser with {}: {e}; open the address above",
+                opener.to_string_lossy()
+            );
+            None
+        }
     }
 }
 

@@ -101,6 +101,8 @@ pub struct Refreshed {
     /// The positions of the cards that are new or changed (a result or a
     /// dispatch arrived), in order.
     pub cards: Vec<usize>,
+    /// Whether it stopped at its byte limit with more lines to read.
+    pub more: bool,
 }
 
 fn io_error<'p>(op: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> LogError + 'p {
@@ -119,6 +121,20 @@ impl SessionIndex {
     /// [`LogError`] when the file cannot be read or its first line is not a
     /// session log's header.
     pub fn open(path: impl AsRef<Path>) -> Result<SessionIndex, LogError> {
+        Self::open_up_to(path, u64::MAX).map(|(index, _)| index)
+    }
+
+    /// [`open`](SessionIndex::open), indexing about `max_bytes` of the log
+    /// (its header at least): the rest is indexed by
+    /// [`refresh_up_to`](SessionIndex::refresh_up_to), a step at a time.
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](SessionIndex::open).
+    pub fn open_up_to(
+        path: impl AsRef<Path>,
+        max_bytes: u64,
+    ) -> Result<(SessionIndex, Refreshed), LogError> {
         let mut index = SessionIndex {
             path: path.as_ref().to_path_buf(),
             indexed: 0,
@@ -130,8 +146,8 @@ impl SessionIndex {
             max_line: MAX_LINE,
             dialect: Dialect::Spillway,
         };
-        index.refresh()?;
-        Ok(index)
+        let first = index.refresh_up_to(max_bytes.max(1))?;
+        Ok((index, first))
     }
 
     /// Indexes the complete lines appended since the last look.
@@ -141,6 +157,18 @@ impl SessionIndex {
     /// [`LogError`] when the file cannot be read, or when it is shorter
     /// than what was indexed (it was replaced or cut: open it again).
     pub fn refresh(&mut self) -> Result<Refreshed, LogError> {
+        self.refresh_up_to(u64::MAX)
+    }
+
+    /// [`refresh`](SessionIndex::refresh), stopping at the first whole
+    /// line past about `max_bytes` read (1 MiB reads), so that a caller
+    /// indexing a large log can answer between steps: [`Refreshed::more`]
+    /// says whether it stopped early.
+    ///
+    /// # Errors
+    ///
+    /// As [`refresh`](SessionIndex::refresh).
+    pub fn refresh_up_to(&mut self, max_bytes: u64) -> Result<Refreshed, LogError> {
         let path = self.path.clone();
         let mut file = File::open(&path).map_err(io_error("open", &path))?;
         let len = file.metadata().map_err(io_error("inspect", &path))?.len();
@@ -161,7 +189,12 @@ impl SessionIndex {
         let (mut line_len, mut overlong) = (0u64, false);
         let mut buf = vec![0u8; 1 << 20];
         let mut at = self.indexed;
+        let from = at;
         loop {
+            if at - from >= max_bytes {
+                out.more = at < len;
+                break;
+            }
             let n = file.read(&mut buf).map_err(io_error("read", &path))?;
             if n == 0 {
                 break;
