@@ -18,7 +18,8 @@ use super::Block;
 pub struct Card {
     /// The call's id.
     pub call_id: String,
-    /// The call's description, else the tool's name.
+    /// The call's description (or the `description` among its
+    /// arguments), else the tool's name.
     pub title: String,
     /// The tool.
     pub tool: String,
@@ -100,9 +101,16 @@ pub fn cards(events: &[Event]) -> Vec<Card> {
                     ("run_code", Some(code)) => code.clone(),
                     _ => args.clone(),
                 };
+                // The title: the call's description, else one the model
+                // wrote among the arguments (a `run_code` call's), else the
+                // tool.
+                let title = description
+                    .clone()
+                    .or_else(|| args.get("description")?.as_str().map(str::to_owned))
+                    .unwrap_or_else(|| tool.clone());
                 out.push(Card {
                     call_id: call_id.clone(),
-                    title: description.clone().unwrap_or_else(|| tool.clone()),
+                    title,
                     tool: tool.clone(),
                     kind: "execute",
                     raw_input,

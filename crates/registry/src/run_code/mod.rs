@@ -76,7 +76,8 @@ impl<R: CodeRuntime> Tool for RunCode<R> {
         serde_json::json!({
             "type": "object",
             "properties": {
-                "code": {"type": "string", "description": "The body of an async function: top-level await, and return gives the result."}
+                "code": {"type": "string", "description": "The body of an async function: top-level await, and return gives the result."},
+                "description": {"type": "string", "description": "A few words on what the program does: the title people see on its result."}
             },
             "required": ["code"]
         })
