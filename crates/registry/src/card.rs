@@ -354,13 +354,27 @@ fn notice_end(text: &str, from: usize) -> usize {
     first.map_or(text.len(), |j| from + j + 1)
 }
 
+/// The id a notice names: `blake3:HEX` (whole or a prefix of at least 16
+/// digits), else a local store's object path (`…/objects/AB/CDEF…`, as
+/// a hint that names the file does).
 fn id_in(body: &str) -> Option<String> {
-    let at = body.find("blake3:")?;
-    let hex: String = body[at + 7..]
-        .chars()
-        .take_while(|c| c.is_ascii_hexdigit())
-        .collect();
-    (hex.len() >= 16).then(|| format!("blake3:{hex}"))
+    let hex_run = |s: &str| -> String { s.chars().take_while(char::is_ascii_hexdigit).collect() };
+    if let Some(at) = body.find("blake3:") {
+        let hex = hex_run(&body[at + 7..]);
+        if hex.len() >= 16 {
+            return Some(format!("blake3:{hex}"));
+        }
+    }
+    for (at, _) in body.match_indices("/objects/") {
+        let rest = &body[at + "/objects/".len()..];
+        let (dir, file) = (hex_run(rest), rest.get(3..).map(hex_run));
+        if let (2, Some(file)) = (dir.len(), file) {
+            if rest.as_bytes()[2] == b'/' && file.len() == 62 {
+                return Some(format!("blake3:{dir}{file}"));
+            }
+        }
+    }
+    None
 }
 
 /// `A:B` after `unit` written as `unit="A:B"`, `--unit A:B` or `unit A:B`.
@@ -520,6 +534,25 @@ mod tests {
                 assert!(!value.is_empty(), "{hint:?}");
             }
         }
+    }
+
+    /// A hint that names the object's file (DeepSeek Harness's plugin's)
+    /// gives the object and the range as well.
+    #[test]
+    fn a_notice_that_names_the_objects_file_gives_its_id() {
+        let hex = "8a7a98ed993d622d94e08c46e557ae246959745f0b65d1848e19d0d5e3e11e48";
+        let t = format!(
+            "line 64\n[spillway: omitted lines 65-4881 (4817 lines, 47198 bytes) of 5000 lines, 48889 bytes. Full output stored at: /srv/store/v1/objects/{}/{}. Use read with offset/limit, or grep this path; the omitted part is lines 65:4881.]\nline 4882",
+            &hex[..2],
+            &hex[2..]
+        );
+        let n = notices(&t);
+        assert_eq!(n.len(), 1);
+        assert_eq!(n[0].id.as_deref(), Some(format!("blake3:{hex}").as_str()));
+        assert_eq!(n[0].lines.as_deref(), Some("65:4881"));
+        // Not an object's path: no id.
+        assert_eq!(notices("[spillway: see /objects/8a/xyz]")[0].id, None);
+        assert_eq!(notices("[spillway: see /objects/8a7a/98]")[0].id, None);
     }
 
     #[test]
