@@ -16,7 +16,8 @@ import re
 import sys
 
 CRATES = ["src", "crates/process/src", "crates/registry/src", "crates/mcp/src",
-          "crates/code/src", "crates/cli/src", "bindings/python/src", "bindings/node/src"]
+          "crates/code/src", "crates/view/src", "crates/cli/src", "bindings/python/src",
+          "bindings/node/src"]
 
 
 def modules(root):

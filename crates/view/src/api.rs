@@ -16,17 +16,16 @@ use axum::routing::get;
 use axum::Router;
 use futures_util::Stream;
 use serde_json::{json, Value};
-use spillway::{
-    ByteRange, ContentId, IdPrefix, JsonPointer, LineRange, Selection, Store, StoreError,
-};
+use spillway::Store;
 use spillway_process::Cancel;
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::answer::{failure, number, reply, Failure};
 use crate::assets;
 use crate::guard::{Guard, Verdict};
+use crate::objects::object_page;
 use crate::search;
 use crate::sessions::Sessions;
-use crate::MAX_PAGE_BYTES;
 
 /// What every handler shares.
 #[derive(Debug)]
@@ -115,33 +114,6 @@ fn asset(body: &'static str, kind: &'static str) -> Response {
     ([(header::CONTENT_TYPE, kind)], body).into_response()
 }
 
-fn reply(value: Value) -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        value.to_string(),
-    )
-        .into_response()
-}
-
-/// An answer that is an error: its status and what to tell.
-#[derive(Debug)]
-pub(crate) struct Failure(StatusCode, String);
-
-impl IntoResponse for Failure {
-    fn into_response(self) -> Response {
-        (
-            self.0,
-            [(header::CONTENT_TYPE, "application/json")],
-            json!({ "error": self.1 }).to_string(),
-        )
-            .into_response()
-    }
-}
-
-fn failure(status: StatusCode, message: String) -> Failure {
-    Failure(status, message)
-}
-
 /// Runs blocking work (a file, the store) off the server's threads.
 async fn blocking(work: impl FnOnce() -> Response + Send + 'static) -> Response {
     tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
@@ -150,18 +122,6 @@ async fn blocking(work: impl FnOnce() -> Response + Send + 'static) -> Response 
 }
 
 type Params = Query<HashMap<String, String>>;
-
-fn number(q: &HashMap<String, String>, key: &str, default: usize) -> Result<usize, Failure> {
-    match q.get(key) {
-        None => Ok(default),
-        Some(v) => v.parse().map_err(|_| {
-            failure(
-                StatusCode::BAD_REQUEST,
-                format!("`{key}` is a whole number, not {v:?}"),
-            )
-        }),
-    }
-}
 
 async fn sessions(Extract(st): Extract<Shared>) -> Response {
     blocking(move || {
@@ -224,72 +184,6 @@ async fn object(
         Err(r) => r.into_response(),
     })
     .await
-}
-
-/// One page of a stored object: the text, what it is, what follows it.
-fn object_page(store: &Store, id: &str, q: &HashMap<String, String>) -> Result<Value, Failure> {
-    let bad = |m: String| failure(StatusCode::BAD_REQUEST, m);
-    let id = resolve(store, id)?;
-    let limit = number(q, "limit", MAX_PAGE_BYTES)?.clamp(1, MAX_PAGE_BYTES);
-    let sel = match (q.get("lines"), q.get("bytes"), q.get("pointer")) {
-        (Some(l), None, None) => {
-            Selection::Lines(l.parse::<LineRange>().map_err(|e| bad(e.to_string()))?)
-        }
-        (None, Some(b), None) => {
-            Selection::Bytes(b.parse::<ByteRange>().map_err(|e| bad(e.to_string()))?)
-        }
-        (None, None, Some(p)) => {
-            let pointer: JsonPointer = p
-                .parse()
-                .map_err(|e: spillway::PointerError| bad(e.to_string()))?;
-            Selection::Bytes(store.pointer_range(&id, &pointer).map_err(store_failure)?)
-        }
-        (None, None, None) => Selection::All,
-        _ => return Err(bad("give one of `lines`, `bytes` and `pointer`".into())),
-    };
-    let page = store.page(&id, &sel, limit).map_err(store_failure)?;
-    Ok(json!({
-        "id": id.to_string(),
-        "text": page.text(),
-        "shown": selection_text(&page.shown),
-        "next": page.next.as_ref().map(selection_text),
-        "start": page.start,
-        "objectBytes": page.object_bytes,
-        "objectLines": page.object_lines,
-    }))
-}
-
-/// An id as a notice gives it: whole, or a prefix the store resolves.
-pub(crate) fn resolve(store: &Store, text: &str) -> Result<ContentId, Failure> {
-    if let Ok(id) = text.parse::<ContentId>() {
-        return Ok(id);
-    }
-    let prefix: IdPrefix = text
-        .parse()
-        .map_err(|e: spillway::IdError| failure(StatusCode::BAD_REQUEST, e.to_string()))?;
-    store.resolve(&prefix).map_err(store_failure)
-}
-
-/// A selection as the API writes it: `lines=A:B`, `bytes=A:B` or `all`.
-fn selection_text(sel: &Selection) -> String {
-    let end = |e: Option<u64>| e.map_or(String::new(), |e| e.to_string());
-    match sel {
-        Selection::Lines(l) => format!("lines={}:{}", l.first(), end(l.last())),
-        Selection::Bytes(b) => format!("bytes={}:{}", b.start(), end(b.end())),
-        _ => "all".into(),
-    }
-}
-
-/// A store's error as an answer: what is missing, damaged or unreachable.
-pub(crate) fn store_failure(e: StoreError) -> Failure {
-    let status = match &e {
-        StoreError::NotFound { .. } => StatusCode::NOT_FOUND,
-        StoreError::Ambiguous { .. } => StatusCode::CONFLICT,
-        StoreError::OutOfRange { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
-        StoreError::Corrupt { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-        _ => StatusCode::BAD_GATEWAY,
-    };
-    failure(status, e.to_string())
 }
 
 async fn search_route(Extract(st): Extract<Shared>, Query(q): Params) -> Response {

@@ -31,10 +31,12 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod answer;
 mod api;
 mod assets;
 mod error;
 mod guard;
+mod objects;
 mod search;
 mod sessions;
 

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use spillway::{GrepOptions, GrepPattern, Store};
 use spillway_registry::card::Notice;
 
-use crate::api::resolve;
+use crate::objects::resolve;
 use crate::sessions::Sessions;
 
 /// How many cards are read at a time to find the objects they reference.
