@@ -52,5 +52,17 @@ write("session_replay", "valid", event * 3)
 write("session_replay", "torn", event + event[:30])
 write("session_replay", "garbage", event + b"\xff\xfe not json\n" + event)
 write("session_replay", "with-header", header + event)
+# session_index: a mode byte (even: spillway's log, odd: DeepSeek Harness's;
+# the rest: the indexing step), then the log's lines after its header.
+call = b'{"type":"tool/call","callId":"c","tool":"run_code","args":{"code":"1"}}\n'
+start = b'{"type":"tool/code-dispatch-start","subCallId":"c:code:1","parentCallId":"c","tool":"run","args":{}}\n'
+settle = b'{"type":"tool/code-dispatch","subCallId":"c:code:1","parentCallId":"c","tool":"run","args":{},"content":[{"type":"text","text":"[spillway: omitted lines 2-9. read it with: spillway show blake3:0123456789abcdef --lines 2:9]"}],"isError":false}\n'
+turn = b'{"type":"tool/turn","turnId":"t","budget":9,"calls":[{"callId":"c","demand":9,"share":4}]}\n'
+write("session_index", "spillway", b"\x00" + call + start + settle + turn + event + b"torn")
+write("session_index", "spillway-steps", b"\x06" + call + b"not json\n" + event)
+dsh_call = b'{"type":"tool/call","seq":1,"time":1,"data":{"callId":"c","name":"run_code","arguments":"{\\"code\\":\\"1\\",\\"description\\":\\"d\\"}"}}\n'
+dsh_settle = b'{"type":"tool/code-dispatch","seq":2,"time":1,"data":{"parentCallId":"c","subCallId":"c:code:1","name":"x","arguments":{},"isError":false,"content":[{"type":"text","text":"a"}]}}\n'
+dsh_result = b'{"type":"tool/result","seq":3,"time":1,"data":{"message":{"content":[{"type":"tool-result","toolCallId":"c","content":[{"type":"text","text":"ok"}]}]}}}\n'
+write("session_index", "deepseek", b"\x01" + dsh_call + dsh_settle + dsh_result)
 for n in (0, 1, 100, 5000):
     write("store_read", f"len-{n}", bytes([n % 2, n % 6]) + struct.pack("<I", n) + b"x" * n)

@@ -15,8 +15,6 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
 use crate::card::{cards, Card};
 use crate::events::{check_header, BadLine, Event, LogError};
 
@@ -35,25 +33,6 @@ struct Call {
     result: Option<Span>,
     dispatches: Vec<Span>,
     turn: Option<Span>,
-}
-
-/// What an event line is, read without its content.
-#[derive(Deserialize)]
-struct Peek {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(rename = "callId")]
-    call_id: Option<String>,
-    #[serde(rename = "parentCallId")]
-    parent_call_id: Option<String>,
-    /// A turn's calls.
-    calls: Option<Vec<PeekShare>>,
-}
-
-#[derive(Deserialize)]
-struct PeekShare {
-    #[serde(rename = "callId")]
-    call_id: String,
 }
 
 /// Whose log it is: spillway's own, or DeepSeek Harness's (read through
@@ -263,8 +242,11 @@ impl SessionIndex {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Ok(());
         }
-        let peek = match self.peek(line) {
-            Ok(Some(p)) => p,
+        // The whole event is read, so that a line the index keeps is one
+        // that reads again as an event: a line with the right type and ids
+        // but a malformed body is a bad line, not a card that fails.
+        let event = match self.parse(line) {
+            Ok(Some(e)) => e,
             Ok(None) => {
                 out.events += 1;
                 return Ok(());
@@ -275,42 +257,34 @@ impl SessionIndex {
             }
         };
         out.events += 1;
-        let owner = match peek.kind.as_str() {
-            "tool/call" => {
-                let Some(id) = peek.call_id else {
-                    self.bad_line("a tool/call without a callId".into(), false);
-                    return Ok(());
-                };
+        let owner = match event {
+            Event::ToolCall { call_id, .. } => {
                 self.calls.push(Call {
                     call: span,
                     result: None,
                     dispatches: Vec::new(),
                     turn: None,
                 });
-                self.by_id.insert(id, self.calls.len() - 1);
+                self.by_id.insert(call_id, self.calls.len() - 1);
                 self.calls.len() - 1
             }
-            "tool/result" => match peek.call_id.and_then(|id| self.by_id.get(&id).copied()) {
-                Some(i) => {
+            Event::ToolResult { call_id, .. } => match self.by_id.get(&call_id) {
+                Some(&i) => {
                     self.calls[i].result = Some(span);
                     i
                 }
                 None => return Ok(()),
             },
-            "tool/code-dispatch-start" | "tool/code-dispatch" => {
-                match peek
-                    .parent_call_id
-                    .and_then(|id| self.by_id.get(&id).copied())
-                {
-                    Some(i) => {
-                        self.calls[i].dispatches.push(span);
-                        i
-                    }
-                    None => return Ok(()),
+            Event::CodeDispatchStart { parent_call_id, .. }
+            | Event::CodeDispatch { parent_call_id, .. } => match self.by_id.get(&parent_call_id) {
+                Some(&i) => {
+                    self.calls[i].dispatches.push(span);
+                    i
                 }
-            }
-            "tool/turn" => {
-                for share in peek.calls.unwrap_or_default() {
+                None => return Ok(()),
+            },
+            Event::Turn { calls, .. } => {
+                for share in calls {
                     if let Some(&i) = self.by_id.get(&share.call_id) {
                         self.calls[i].turn = Some(span);
                         changed.push(i);
@@ -318,53 +292,25 @@ impl SessionIndex {
                 }
                 return Ok(());
             }
-            // Kinds a later version writes have no card.
-            _ => return Ok(()),
         };
         changed.push(owner);
         Ok(())
     }
 
-    /// What a line is: `None` for an event no card shows (in a DeepSeek
-    /// Harness log, most of them); the reason, and whether the line looks
-    /// torn, when it is not an event.
-    fn peek(&self, line: &[u8]) -> Result<Option<Peek>, (String, bool)> {
+    /// The event a line holds: `None` for one no card shows (in a
+    /// DeepSeek Harness log, most of them); the reason, and whether the
+    /// line looks torn, when it is not an event.
+    fn parse(&self, line: &[u8]) -> Result<Option<Event>, (String, bool)> {
         match self.dialect {
-            Dialect::Spillway => serde_json::from_slice::<Peek>(line)
+            Dialect::Spillway => serde_json::from_slice::<Event>(line)
                 .map(Some)
                 .map_err(|e| (e.to_string(), e.is_eof())),
-            Dialect::DeepSeekHarness => {
+            Dialect::DeepSeekHarness => crate::dsh::event(line).map_err(|e| {
                 let torn = serde_json::from_slice::<serde::de::IgnoredAny>(line)
                     .err()
                     .is_some_and(|e| e.is_eof());
-                let event = crate::dsh::event(line).map_err(|e| (e, torn))?;
-                Ok(event.map(|e| {
-                    let kind = e.kind().to_owned();
-                    match e {
-                        Event::ToolCall { call_id, .. } | Event::ToolResult { call_id, .. } => {
-                            Peek {
-                                kind,
-                                call_id: Some(call_id),
-                                parent_call_id: None,
-                                calls: None,
-                            }
-                        }
-                        Event::CodeDispatchStart { parent_call_id, .. }
-                        | Event::CodeDispatch { parent_call_id, .. } => Peek {
-                            kind,
-                            call_id: None,
-                            parent_call_id: Some(parent_call_id),
-                            calls: None,
-                        },
-                        Event::Turn { .. } => Peek {
-                            kind,
-                            call_id: None,
-                            parent_call_id: None,
-                            calls: None,
-                        },
-                    }
-                }))
-            }
+                (e, torn)
+            }),
         }
     }
 
@@ -651,6 +597,32 @@ mod tests {
             let want = (i % 10 <= 1).then(|| format!("t{}", i - i % 10 + 1));
             assert_eq!(turn, want, "card {i}");
         }
+    }
+
+    /// A line with an event's type and ids but a malformed body (found by
+    /// fuzzing: a result whose `content` is misspelled) is a bad line: the
+    /// page of cards around it still reads, the call still pending.
+    #[test]
+    fn a_malformed_event_is_a_bad_line_not_a_page_that_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut text = String::from("{\"format\":\"spillway-session\",\"version\":1}\n");
+        text.push_str(&serde_json::to_string(&call("c", "run_code")).unwrap());
+        text.push('\n');
+        text.push_str(r#"{"type":"tool/result","callId":"c","cootent":[],"isError":false}"#);
+        text.push('\n');
+        text.push_str(r#"{"type":"tool/code-dispatch","subCallId":"c:code:1","parentCallId":"c"}"#);
+        text.push('\n');
+        std::fs::write(&path, text).unwrap();
+        let index = SessionIndex::open(&path).unwrap();
+        assert_eq!(index.bad_lines().0, 2);
+        let cards = index.cards(0, 10).unwrap();
+        assert_eq!(cards.len(), 1);
+        assert!(cards[0].pending && cards[0].dispatches.is_empty());
+        assert_eq!(
+            cards,
+            crate::card::cards(&replay_file(&path).unwrap().events)
+        );
     }
 
     /// A search finds the lines of the results that hold the words, in
