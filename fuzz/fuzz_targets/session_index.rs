@@ -50,7 +50,11 @@ fuzz_target!(|data: &[u8]| {
         for d in &c.dispatches {
             assert_eq!(d.pending, d.content.is_none());
         }
-        for n in c.notices.iter().chain(c.dispatches.iter().flat_map(|d| d.notices.iter())) {
+        for n in c
+            .notices
+            .iter()
+            .chain(c.dispatches.iter().flat_map(|d| d.notices.iter()))
+        {
             assert!(n.start < n.end);
         }
     }

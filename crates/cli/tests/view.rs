@@ -414,6 +414,98 @@ fn a_deepseek_harness_log_shows_one_card_per_outer_call() {
     assert_eq!(c["dispatches"][0]["tool"], "bash");
 }
 
+/// A JSON preview's markers expand by their pointer: the value it stands
+/// for, read from the store.
+#[test]
+fn a_json_markers_pointer_reads_back_the_value_it_stands_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let log = dir.path().join("s.jsonl");
+    let program = "return {name: 'report', rows: Array.from({length: 3000}, (_, i) => ({id: i, label: 'row ' + i}))}";
+    let out = run_spillway(
+        &store,
+        &["code", "--session-log", log.to_str().unwrap()],
+        program.as_bytes(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = view(&store, &[&log]);
+    let (_, page) = v.get("/api/cards");
+    let notices = page["cards"][0]["notices"].as_array().unwrap().clone();
+    let marker = notices
+        .iter()
+        .find(|n| n["pointer"].is_string())
+        .unwrap_or_else(|| panic!("no marker in {}", page["cards"][0]));
+    let (id, pointer) = (
+        marker["id"].as_str().unwrap(),
+        marker["pointer"].as_str().unwrap(),
+    );
+    let q: String = pointer
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let (status, p) = v.get(&format!("/api/object/{id}?pointer={q}"));
+    assert_eq!(status, 200, "{p}");
+    let value: Value = serde_json::from_str(p["text"].as_str().unwrap()).unwrap();
+    let whole: Value = serde_json::from_str(
+        &String::from_utf8(run_spillway(&store, &["show", id], b"").stdout).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(Some(&value), whole.pointer(pointer), "{pointer}");
+}
+
+/// `--open` hands the address to `$BROWSER`.
+#[test]
+fn open_hands_the_address_to_the_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = session(dir.path());
+    let opener = dir.path().join("opener.sh");
+    let got = dir.path().join("opened.txt");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\necho \"$1\" > '{}'\n", got.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mut child = spillway_cmd()
+        .env("BROWSER", &opener)
+        .arg("--store")
+        .arg(dir.path().join("store"))
+        .args(["view", "--open"])
+        .arg(&log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("spillway view: ")
+        .unwrap()
+        .to_string();
+    let t = Instant::now();
+    while std::fs::read_to_string(&got).map_or(true, |s| s.trim().is_empty()) {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the opener never ran"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(std::fs::read_to_string(&got).unwrap().trim(), url);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 #[test]
 fn bad_sessions_are_clear_errors_and_an_interrupt_stops_it() {
     let dir = tempfile::tempdir().unwrap();
