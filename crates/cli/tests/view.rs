@@ -30,11 +30,14 @@ impl Drop for Viewer {
 }
 
 fn view(store: &Path, args: &[&Path]) -> Viewer {
-    let mut child = spillway_cmd()
-        .arg("--store")
-        .arg(store)
-        .arg("view")
-        .args(args)
+    let mut cmd = spillway_cmd();
+    cmd.arg("--store").arg(store).arg("view").args(args);
+    start(cmd)
+}
+
+/// Starts a `spillway … view …` command and reads its address.
+fn start(mut cmd: std::process::Command) -> Viewer {
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -474,25 +477,14 @@ fn open_hands_the_address_to_the_browser() {
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let mut child = spillway_cmd()
-        .env("BROWSER", &opener)
+    let mut cmd = spillway_cmd();
+    cmd.env("BROWSER", &opener)
         .arg("--store")
         .arg(dir.path().join("store"))
         .args(["view", "--open"])
-        .arg(&log)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("spillway view: ")
-        .unwrap()
-        .to_string();
+        .arg(&log);
+    let v = start(cmd);
+    let url = format!("http://127.0.0.1:{}/?token={}", v.port, v.token);
     let t = Instant::now();
     while std::fs::read_to_string(&got).map_or(true, |s| s.trim().is_empty()) {
         assert!(
@@ -502,8 +494,6 @@ fn open_hands_the_address_to_the_browser() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(std::fs::read_to_string(&got).unwrap().trim(), url);
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[test]

@@ -65,6 +65,21 @@ pub struct Dispatch {
     pub notices: Vec<Notice>,
 }
 
+impl Dispatch {
+    /// A nested call that has started and not settled.
+    fn started(sub_call_id: &str, tool: &str, args: &Value) -> Dispatch {
+        Dispatch {
+            sub_call_id: sub_call_id.to_owned(),
+            tool: tool.to_owned(),
+            args: args.clone(),
+            content: None,
+            is_error: false,
+            pending: true,
+            notices: Vec::new(),
+        }
+    }
+}
+
 /// One call's part of a turn's budget (a `tool/turn` event).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -144,15 +159,9 @@ pub fn cards(events: &[Event]) -> Vec<Card> {
                 args,
             } => {
                 if let Some(i) = card_of(&mut out, parent_call_id) {
-                    out[i].dispatches.push(Dispatch {
-                        sub_call_id: sub_call_id.clone(),
-                        tool: tool.clone(),
-                        args: args.clone(),
-                        content: None,
-                        is_error: false,
-                        pending: true,
-                        notices: Vec::new(),
-                    });
+                    out[i]
+                        .dispatches
+                        .push(Dispatch::started(sub_call_id, tool, args));
                 }
             }
             Event::CodeDispatch {
@@ -173,15 +182,7 @@ pub fn cards(events: &[Event]) -> Vec<Card> {
                     // Settled without a start (an older writer): it is
                     // still one of the card's calls.
                     None => {
-                        list.push(Dispatch {
-                            sub_call_id: sub_call_id.clone(),
-                            tool: tool.clone(),
-                            args: args.clone(),
-                            content: None,
-                            is_error: false,
-                            pending: true,
-                            notices: Vec::new(),
-                        });
+                        list.push(Dispatch::started(sub_call_id, tool, args));
                         list.len() - 1
                     }
                 };

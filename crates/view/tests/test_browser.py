@@ -148,6 +148,15 @@ def open_view(page: Page, v: Viewer) -> None:
     page.wait_for_selector("body[data-ready='true']")
 
 
+def first_dispatch(page: Page):
+    """The first card's first nested call, opened."""
+    first = page.locator("[data-card]").first
+    first.locator("details.dispatches > summary").click()
+    dispatch = first.locator("[data-dispatch]").first
+    dispatch.locator("summary").click()
+    return dispatch
+
+
 def test_one_card_per_outer_call_with_its_nested_calls_inside(made: Made, viewer: Viewer, page: Page) -> None:
     open_view(page, viewer)
     log = events(made.log)
@@ -174,10 +183,7 @@ def test_one_card_per_outer_call_with_its_nested_calls_inside(made: Made, viewer
 
 def test_an_expanded_notice_is_exactly_what_spillway_show_gives(made: Made, viewer: Viewer, page: Page) -> None:
     open_view(page, viewer)
-    first = page.locator("[data-card]").first
-    first.locator("details.dispatches > summary").click()
-    dispatch = first.locator("[data-dispatch]").first
-    dispatch.locator("summary").click()
+    dispatch = first_dispatch(page)
     notice = dispatch.locator("[data-notice]")
     expect(notice).to_have_count(1)
     object_id = notice.get_attribute("data-object")
@@ -248,10 +254,7 @@ def test_a_gone_object_says_so_on_its_notice_and_the_rest_works(made: Made, page
     v = Viewer(store, made.log)
     try:
         open_view(page, v)
-        first = page.locator("[data-card]").first
-        first.locator("details.dispatches > summary").click()
-        dispatch = first.locator("[data-dispatch]").first
-        dispatch.locator("summary").click()
+        dispatch = first_dispatch(page)
         notice = dispatch.locator("[data-notice]")
         notice.click()
         expect(dispatch.locator("[data-omitted] [role=alert]")).to_contain_text("no stored object")
