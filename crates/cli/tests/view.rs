@@ -128,10 +128,18 @@ impl Viewer {
 /// A session made by a real run: a program whose first nested call's
 /// output is spilled, and a term only the stored output holds.
 fn session(dir: &Path) -> std::path::PathBuf {
+    logged(
+        dir,
+        "const big = await tools.run({command: \"seq 1 6000 | sed 's/^/row /'; echo 'zebra-in-the-middle'; seq 1 3000 | sed 's/^/tail /'\"});\n\
+         await tools.run({command: 'echo small'});\n\
+         return big.length",
+    )
+}
+
+/// `program` run by `spillway code` on the store `DIR/store`, logged in
+/// `DIR/s.jsonl`: the log.
+fn logged(dir: &Path, program: &str) -> std::path::PathBuf {
     let log = dir.join("s.jsonl");
-    let program = "const big = await tools.run({command: \"seq 1 6000 | sed 's/^/row /'; echo 'zebra-in-the-middle'; seq 1 3000 | sed 's/^/tail /'\"});\n\
-                   await tools.run({command: 'echo small'});\n\
-                   return big.length";
     let out = run_spillway(
         &dir.join("store"),
         &["code", "--session-log", log.to_str().unwrap()],
@@ -423,17 +431,9 @@ fn a_deepseek_harness_log_shows_one_card_per_outer_call() {
 fn a_json_markers_pointer_reads_back_the_value_it_stands_for() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
-    let log = dir.path().join("s.jsonl");
-    let program = "return {name: 'report', rows: Array.from({length: 3000}, (_, i) => ({id: i, label: 'row ' + i}))}";
-    let out = run_spillway(
-        &store,
-        &["code", "--session-log", log.to_str().unwrap()],
-        program.as_bytes(),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let log = logged(
+        dir.path(),
+        "return {name: 'report', rows: Array.from({length: 3000}, (_, i) => ({id: i, label: 'row ' + i}))}",
     );
     let v = view(&store, &[&log]);
     let (_, page) = v.get("/api/cards");

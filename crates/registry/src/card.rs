@@ -144,11 +144,8 @@ pub fn cards(events: &[Event]) -> Vec<Card> {
                 ..
             } => {
                 if let Some(i) = card_of(&mut out, call_id) {
-                    let card = &mut out[i];
-                    card.content = Some(content.clone());
-                    card.is_error = *is_error;
-                    card.pending = false;
-                    card.notices = content_notices(content);
+                    let c = &mut out[i];
+                    (c.content, c.is_error, c.pending, c.notices) = settled(content, *is_error);
                 }
             }
             // Nested dispatches are events inside their card, never cards.
@@ -187,10 +184,7 @@ pub fn cards(events: &[Event]) -> Vec<Card> {
                     }
                 };
                 let d = &mut list[at];
-                d.content = Some(content.clone());
-                d.is_error = *is_error;
-                d.pending = false;
-                d.notices = content_notices(content);
+                (d.content, d.is_error, d.pending, d.notices) = settled(content, *is_error);
             }
             Event::Turn {
                 turn_id,
@@ -220,6 +214,17 @@ pub fn cards(events: &[Event]) -> Vec<Card> {
         }
     }
     out
+}
+
+/// A call's fields once its content is in: the content, whether it is an
+/// error, pending no more, and its notices.
+fn settled(content: &[Block], is_error: bool) -> (Option<Vec<Block>>, bool, bool, Vec<Notice>) {
+    (
+        Some(content.to_vec()),
+        is_error,
+        false,
+        content_notices(content),
+    )
 }
 
 /// The notices of a content's text blocks, each with its block.
