@@ -62,6 +62,17 @@ const GATE: &[&str] = &[
     "\nE: ",
 ];
 
+/// The literals of [`GATE`] that only the level patterns need
+/// (`level=err`, `"lvl": "crit"`): a line whose first literal is one of
+/// these, and which holds no other, can only match the patterns that name
+/// a level, and is searched with those alone, a far smaller search than
+/// every pattern (a JSON log's every line names its level).
+/// `a_line_with_only_a_level_literal_ranks_as_with_every_pattern` checks it.
+const WEAK: &[&str] = &["level", "lvl=", "lvl\"", "severity"];
+
+/// What a pattern that names a level holds.
+const LEVEL_PATTERN: &str = "(?:level|lvl|severity)";
+
 /// Finds the lines that match, and their ranks.
 #[derive(Clone, Debug)]
 pub(crate) struct Matcher {
@@ -74,9 +85,14 @@ pub(crate) struct Matcher {
     warnings: Option<meta::Regex>,
     /// With the built-in patterns: what a matching line holds.
     pub(super) gate: Option<Arc<Gate>>,
+    /// With the gate: the patterns that name a level, for a line that
+    /// holds only [`WEAK`] literals, and their ranks.
+    levels: Option<(meta::Regex, Arc<[SalientRank]>)>,
     /// Search states given back by searchers that are done, for the next
     /// ones: making one costs far more than a small output's whole scan.
     spare: Arc<Mutex<Vec<Caches>>>,
+    /// The patterns, higher ranks first, as `all` numbers them.
+    patterns: Arc<[SalientPattern]>,
 }
 
 /// The most search states a matcher keeps for reuse.
@@ -85,44 +101,82 @@ const SPARE_CACHES: usize = 8;
 /// A search for the lines that may match, far cheaper than the patterns:
 /// the literals of [`GATE`] together.
 #[derive(Debug)]
-pub(super) struct Gate(aho_corasick::packed::Searcher);
+pub(super) struct Gate {
+    all: aho_corasick::packed::Searcher,
+}
+
+/// A candidate the gate found: where, and whether its literal is one of
+/// [`WEAK`].
+#[derive(Clone, Copy, Debug)]
+struct Hit {
+    at: usize,
+    weak: bool,
+}
 
 impl Gate {
+    fn new() -> Option<Gate> {
+        let all = aho_corasick::packed::Config::new()
+            .builder()
+            .extend(GATE)
+            .build()?;
+        Some(Gate { all })
+    }
+
     /// The first candidate at or after `pos`, a line start: where a
     /// literal starts, or, for one that starts with the `\n` before a line,
     /// where that line starts.
-    fn next(&self, text: &[u8], pos: usize) -> Option<usize> {
+    fn next(&self, text: &[u8], pos: usize) -> Option<Hit> {
         if pos == 0
             && [&b"E/"[..], b"F/", b"W/", b"E: "]
                 .iter()
                 .any(|p| text.starts_with(p))
         {
-            return Some(0);
+            return Some(Hit { at: 0, weak: false });
         }
         // From the `\n` before `pos`, which a literal may start with.
         let from = pos.saturating_sub(1);
         let span = aho_corasick::Span::from(from..text.len());
-        let m = self.0.find_in(text, span)?;
-        Some(m.start() + usize::from(text[m.start()] == b'\n'))
+        let m = self.all.find_in(text, span)?;
+        Some(Hit {
+            at: m.start() + usize::from(text[m.start()] == b'\n'),
+            weak: WEAK.contains(&GATE[m.pattern().as_usize()]),
+        })
+    }
+
+    /// The first literal that starts at or after `from` (a literal that
+    /// starts with `\n` is reported at the line it starts).
+    fn after(&self, text: &[u8], from: usize) -> Option<Hit> {
+        let m = self
+            .all
+            .find_in(text, aho_corasick::Span::from(from..text.len()))?;
+        Some(Hit {
+            at: m.start() + usize::from(text[m.start()] == b'\n'),
+            weak: WEAK.contains(&GATE[m.pattern().as_usize()]),
+        })
     }
 }
 
 /// Where a search of the gate got to: its next candidate, and where it
 /// was searched from.
 #[derive(Default)]
-struct Cursor(Option<(usize, Option<usize>)>);
+struct Cursor(Option<(usize, Option<Hit>)>);
 
 impl Cursor {
+    /// Remembers that the first literal at or after `from` is `hit`.
+    fn set(&mut self, from: usize, hit: Option<Hit>) {
+        self.0 = Some((from, hit));
+    }
+
     /// The next candidate at or after `pos`, reusing the last answer while
     /// it still holds.
-    fn next(&mut self, pos: usize, search: impl FnOnce() -> Option<usize>) -> Option<usize> {
+    fn next(&mut self, pos: usize, search: impl FnOnce() -> Option<Hit>) -> Option<Hit> {
         match self.0 {
-            Some((from, Some(at))) if from <= pos && at >= pos => Some(at),
+            Some((from, Some(hit))) if from <= pos && hit.at >= pos => Some(hit),
             Some((from, None)) if from <= pos => None,
             _ => {
-                let at = search();
-                self.0 = Some((pos, at));
-                at
+                let hit = search();
+                self.0 = Some((pos, hit));
+                hit
             }
         }
     }
@@ -158,18 +212,27 @@ impl Matcher {
             errors: of(SalientRank::Error)?,
             warnings: of(SalientRank::Warning)?,
             gate: None,
+            levels: None,
             spare: Arc::default(),
+            patterns: sorted.iter().map(|p| (*p).clone()).collect(),
         })
     }
 
     /// Adds the built-in patterns' gate (where the machine can search
     /// for its literals together).
     pub(super) fn gated(mut self) -> Matcher {
-        self.gate = aho_corasick::packed::Config::new()
-            .builder()
-            .extend(GATE)
-            .build()
-            .map(|s| Arc::new(Gate(s)));
+        self.gate = Gate::new().map(Arc::new);
+        if self.gate.is_some() {
+            let levels: Vec<&SalientPattern> = self
+                .patterns
+                .iter()
+                .filter(|p| p.pattern.contains(LEVEL_PATTERN))
+                .collect();
+            let texts: Vec<&str> = levels.iter().map(|p| p.pattern.as_str()).collect();
+            self.levels = compile(&texts)
+                .ok()
+                .map(|r| (r, levels.iter().map(|p| p.rank).collect()));
+        }
         self
     }
 
@@ -184,6 +247,7 @@ impl Matcher {
             all: self.all.create_cache(),
             errors: self.errors.as_ref().map(meta::Regex::create_cache),
             warnings: self.warnings.as_ref().map(meta::Regex::create_cache),
+            levels: self.levels.as_ref().map(|(r, _)| r.create_cache()),
         })
     }
 
@@ -202,31 +266,48 @@ impl Matcher {
     }
 
     /// The first line at or after `pos` (a line start) that matches, and
-    /// the pattern of its first match.
+    /// the rank of the pattern of its first match.
     fn find(
         &self,
         text: &[u8],
         mut pos: usize,
         cur: &mut Cursor,
-        cache: &mut meta::Cache,
-    ) -> Option<(Range<usize>, usize)> {
+        caches: &mut Caches,
+    ) -> Option<(Range<usize>, SalientRank)> {
         let Some(gate) = &self.gate else {
             let m = self
                 .all
-                .search_with(cache, &Input::new(text).range(pos..))?;
+                .search_with(&mut caches.all, &Input::new(text).range(pos..))?;
             let start = memchr::memrchr(b'\n', &text[..m.start()]).map_or(0, |i| i + 1);
             let end =
                 memchr::memchr(b'\n', &text[m.start()..]).map_or(text.len(), |i| m.start() + i);
-            return Some((start..end, m.pattern().as_usize()));
+            return Some((start..end, self.ranks[m.pattern().as_usize()]));
         };
         while pos < text.len() {
-            let g = cur.next(pos, || gate.next(text, pos))?;
+            let hit = cur.next(pos, || gate.next(text, pos))?;
+            let g = hit.at;
             let start = memchr::memrchr(b'\n', &text[pos..g]).map_or(pos, |i| pos + i + 1);
             let end = memchr::memchr(b'\n', &text[g..]).map_or(text.len(), |i| g + i);
-            // Which pattern matches first needs only the match's end.
+            // Which pattern matches first needs only the match's end. No
+            // literal starts before the gate's first one, so a line whose
+            // first is a level's, and which holds no other, can only match
+            // the level patterns.
             let input = Input::new(text).range(start..end);
-            if let Some(m) = self.all.search_half_with(cache, &input) {
-                return Some((start..end, m.pattern().as_usize()));
+            let weak = match (&self.levels, hit.weak) {
+                (Some(_), true) => weak_only(gate, text, g, end, cur),
+                _ => None,
+            };
+            let found = match (&self.levels, &mut caches.levels, weak) {
+                (Some((levels, ranks)), Some(cache), Some(at)) => {
+                    level_rank(levels, ranks, cache, text, start, end, &at)
+                }
+                _ => self
+                    .all
+                    .search_half_with(&mut caches.all, &input)
+                    .map(|m| self.ranks[m.pattern().as_usize()]),
+            };
+            if let Some(rank) = found {
+                return Some((start..end, rank));
             }
             pos = end + 1;
         }
@@ -268,18 +349,87 @@ impl Matcher {
             if pos > text.len() {
                 return None;
             }
-            let (line, pattern) = self.find(text, pos, &mut cur, &mut caches.all)?;
+            let (line, first) = self.find(text, pos, &mut cur, caches)?;
             pos = line.end + 1;
-            let rank = self.raise(&text[line.clone()], self.ranks[pattern], caches);
+            let rank = self.raise(&text[line.clone()], first, caches);
             Some((line, rank))
         })
     }
 
     /// The rank of one line, if it matches.
     pub(crate) fn line_rank(&self, line: &[u8], caches: &mut Caches) -> Option<SalientRank> {
-        let (_, pattern) = self.find(line, 0, &mut Cursor::default(), &mut caches.all)?;
-        Some(self.raise(line, self.ranks[pattern], caches))
+        let (_, first) = self.find(line, 0, &mut Cursor::default(), caches)?;
+        Some(self.raise(line, first, caches))
     }
+}
+
+/// The most [`WEAK`] literals a line may hold to be searched for levels
+/// alone.
+const MAX_WEAK: usize = 4;
+
+/// Where the literals of the line `text[..end]` start, from its first (a
+/// weak one, at `g`), when they are all [`WEAK`] (and at most
+/// [`MAX_WEAK`]); else `None`. The search past the line that answers it is
+/// the one the next line needs: `cur` keeps it.
+fn weak_only(gate: &Gate, text: &[u8], g: usize, end: usize, cur: &mut Cursor) -> Option<Weak> {
+    let mut found = Weak {
+        at: [g; MAX_WEAK],
+        len: 1,
+    };
+    loop {
+        let from = found.at[found.len - 1] + 1;
+        let next = gate.after(text, from);
+        match next {
+            Some(h) if h.at < end => {
+                if !h.weak || found.len == MAX_WEAK {
+                    return None;
+                }
+                found.at[found.len] = h.at;
+                found.len += 1;
+            }
+            _ => {
+                cur.set(from, next);
+                return Some(found);
+            }
+        }
+    }
+}
+
+/// Where a line's [`WEAK`] literals start.
+#[derive(Clone, Copy)]
+struct Weak {
+    at: [usize; MAX_WEAK],
+    len: usize,
+}
+
+/// The rank of the first level pattern a line holding only [`WEAK`]
+/// literals matches. A level pattern's match starts at its literal or at
+/// the quote before it, so the leftmost match is found by searches
+/// anchored there, in order, each a few bytes long (the bytes before still
+/// count for look-behind).
+fn level_rank(
+    levels: &meta::Regex,
+    ranks: &[SalientRank],
+    cache: &mut meta::Cache,
+    text: &[u8],
+    start: usize,
+    end: usize,
+    weak: &Weak,
+) -> Option<SalientRank> {
+    for &at in &weak.at[..weak.len] {
+        for from in [at.checked_sub(1).filter(|&f| f >= start), Some(at)]
+            .into_iter()
+            .flatten()
+        {
+            let input = Input::new(text)
+                .range(from..end)
+                .anchored(regex_automata::Anchored::Yes);
+            if let Some(m) = levels.search_half_with(cache, &input) {
+                return Some(ranks[m.pattern().as_usize()]);
+            }
+        }
+    }
+    None
 }
 
 /// A [`Matcher`]'s search state ([`Matcher::caches`]).
@@ -288,6 +438,7 @@ pub(crate) struct Caches {
     all: meta::Cache,
     errors: Option<meta::Cache>,
     warnings: Option<meta::Cache>,
+    levels: Option<meta::Cache>,
 }
 
 /// Compiles `patterns` into one multi-line search.

@@ -288,6 +288,62 @@ mod tests {
         assert_eq!(a, b);
     }
 
+    /// A line whose only gate literals name a level is searched with the
+    /// level patterns alone: it ranks as every pattern ranks it, whatever
+    /// else it holds.
+    #[test]
+    fn a_line_with_only_a_level_literal_ranks_as_with_every_pattern() {
+        let gated = SalientPatterns::default().matcher().unwrap();
+        let plain = SalientPatterns::new(built_in()).unwrap().matcher().unwrap();
+        let levels = [
+            r#"{"level":"info","msg":"request 3 done"}"#,
+            r#"{"level":"error","msg":"x"}"#,
+            r#"{"level": "ERR"}"#,
+            r#"{"lvl":60,"msg":"x"}"#,
+            r#"{"severity" : "Critical"}"#,
+            r#"{"level":30}"#,
+            r#"{"level":"warn"}"#,
+            r#"{"level":40}"#,
+            "level=debug msg=ok",
+            "level=err msg=x",
+            "lvl=crit",
+            "lvl=\"alert\"",
+            "severity=emerg",
+            "severity=notice",
+            "levels=error",
+            "level=warning",
+            "the level of noise",
+        ];
+        let others = [
+            "",
+            " then error: x",
+            " FAILED",
+            " [warn]",
+            " panicked at x",
+            " E x",
+            " WARN",
+            " 0 errors",
+            " ok",
+            " ✕ x",
+        ];
+        for l in levels {
+            for o in others {
+                for line in [format!("{l}{o}"), format!("x {l}{o}"), format!("{l}{o}\r")] {
+                    assert_eq!(
+                        gated.line_rank(line.as_bytes(), &mut gated.caches()),
+                        plain.line_rank(line.as_bytes(), &mut plain.caches()),
+                        "{line:?}"
+                    );
+                }
+            }
+        }
+        let text = levels.join("\n");
+        let a: Vec<_> = plain.lines(text.as_bytes(), &mut plain.caches()).collect();
+        let b: Vec<_> = gated.lines(text.as_bytes(), &mut gated.caches()).collect();
+        assert_eq!(a, b);
+        assert!(a.len() >= 8, "{a:?}");
+    }
+
     #[test]
     fn lines_are_found_once_each_with_their_ranges_and_ranks() {
         let m = SalientPatterns::new([
