@@ -391,6 +391,9 @@ fn a_log_being_written_is_followed() {
         s["sessions"][0]["bad"][0]["line"], 5,
         "header, call, start, result, then it"
     );
+    // A bad line alone is news as well.
+    append("still not an event\n");
+    wait_for("\"badLines\":2");
 }
 
 /// DeepSeek Harness's log format: its header, its event envelope, its

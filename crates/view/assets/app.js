@@ -54,7 +54,7 @@ function showStatus () {
     (s.indexing ? ' — indexing…' : '') + (state.store ? '' : ' — no store: notices cannot be expanded'))]
   if (s.badLines > 0) {
     const first = (s.bad || []).slice(0, 3).map((b) => `line ${b.line}${b.torn ? ' (torn)' : ''}: ${b.reason}`).join('; ')
-    parts.push(el('p', { class: 'bad', 'data-bad-lines': s.badLines }, `${s.badLines} line${s.badLines === 1 ? ' is' : 's are'} not events: ${first}`))
+    parts.push(el('p', { class: 'bad', 'data-bad-lines': s.badLines }, `${s.badLines} ${s.badLines === 1 ? 'line is not an event' : 'lines are not events'}: ${first}`))
   }
   if (s.error) parts.push(el('p', { class: 'bad', 'data-session-error': '' }, `No longer followed: ${s.error}`))
   $('#status').replaceChildren(...parts)

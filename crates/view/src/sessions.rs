@@ -148,16 +148,18 @@ impl Sessions {
                 continue;
             }
             let mut index = s.index();
+            let bad_before = index.bad_lines().0;
             let message = match index.refresh_up_to(STEP_BYTES) {
                 Ok(r) => {
                     more |= r.more;
                     let was = s.caught_up();
                     let now = was || !r.more;
                     *s.caught_up.lock().unwrap_or_else(|e| e.into_inner()) = now;
-                    if r.events == 0 && r.cards.is_empty() && now == was {
+                    let (bad, _) = index.bad_lines();
+                    // A line that is not an event is news too.
+                    if r.events == 0 && r.cards.is_empty() && now == was && bad == bad_before {
                         continue;
                     }
-                    let (bad, _) = index.bad_lines();
                     let changed = (r.cards.len() <= MAX_CHANGED).then_some(&r.cards);
                     json!({
                         "session": position,

@@ -243,6 +243,10 @@ def test_a_call_appended_to_the_log_appears_without_a_reload(made: Made, viewer:
     expect(card.locator(":scope > .content")).to_contain_text("live")
     expect(card.locator("[data-dispatch]")).to_have_attribute("data-state", "ok")
     expect(page.locator("[data-card]")).to_have_count(before + 1)
+    # A line that is not an event is counted on the page, never hidden.
+    with open(made.log, "a") as f:
+        f.write("not an event\n")
+    expect(page.locator("[data-bad-lines='1']")).to_contain_text("1 line is not an event")
     assert page.evaluate("() => window.sameDocument") is True
 
 
