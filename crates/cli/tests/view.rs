@@ -535,6 +535,9 @@ fn bad_sessions_are_clear_errors_and_an_interrupt_stops_it() {
         v.port, v.token
     )
     .unwrap();
+    // Nor does a client that never finishes its request.
+    let mut half = TcpStream::connect(("127.0.0.1", v.port)).unwrap();
+    write!(half, "GET / HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n", v.port).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     unsafe_kill(v.child.id(), libc::SIGINT);
     let t = Instant::now();

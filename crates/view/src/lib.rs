@@ -40,6 +40,7 @@ mod objects;
 mod search;
 mod sessions;
 
+use std::future::IntoFuture;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -192,23 +193,39 @@ impl Viewer {
             let listener = tokio::net::TcpListener::from_std(listener).map_err(ViewError::Serve)?;
             let follow = tokio::spawn(sessions::follow(state.sessions.clone(), cancel.clone()));
             let app = api::router(state);
-            let stopped = {
-                let cancel = cancel.clone();
-                async move {
-                    while !cancel.is_cancelled() {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                }
+            let served = axum::serve(listener, app).with_graceful_shutdown(asked(cancel.clone()));
+            // Graceful shutdown waits for every connection to end: one
+            // whose client never finishes its request would hold the
+            // viewer forever. A second after the stop, they are dropped.
+            let deadline = async {
+                asked(cancel.clone()).await;
+                tokio::time::sleep(CLOSE_WITHIN).await;
             };
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(stopped)
-                .await
-                .map_err(ViewError::Serve);
+            let served = match futures_util::future::select(
+                Box::pin(served.into_future()),
+                Box::pin(deadline),
+            )
+            .await
+            {
+                futures_util::future::Either::Left((served, _)) => served.map_err(ViewError::Serve),
+                futures_util::future::Either::Right(_) => Ok(()),
+            };
             follow.abort();
             served
         });
         // A connection that would not close is dropped with the runtime.
-        runtime.shutdown_timeout(Duration::from_secs(1));
+        runtime.shutdown_timeout(CLOSE_WITHIN);
         result
+    }
+}
+
+/// How long connections get to end once the viewer is asked to stop.
+const CLOSE_WITHIN: Duration = Duration::from_secs(1);
+
+/// Resolves once `cancel` is asked (a signal handler can set it but wake
+/// no one, so it is looked at every 50 ms).
+async fn asked(cancel: Cancel) {
+    while !cancel.is_cancelled() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
