@@ -69,6 +69,9 @@ pub struct SessionIndex {
     /// [`MAX_LINE`], smaller in tests.
     max_line: u64,
     dialect: Dialect,
+    /// The file indexed (device and inode), so that a log replaced at its
+    /// path (rotated, rewritten) is never read with this index's offsets.
+    identity: (u64, u64),
 }
 
 /// What a [`SessionIndex::refresh`] found.
@@ -90,6 +93,13 @@ fn io_error<'p>(op: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> L
         path: path.to_path_buf(),
         source,
     }
+}
+
+/// A file's device and inode.
+fn identity(file: &File, path: &Path) -> Result<(u64, u64), LogError> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = file.metadata().map_err(io_error("inspect", path))?;
+    Ok((meta.dev(), meta.ino()))
 }
 
 impl SessionIndex {
@@ -114,8 +124,11 @@ impl SessionIndex {
         path: impl AsRef<Path>,
         max_bytes: u64,
     ) -> Result<(SessionIndex, Refreshed), LogError> {
+        let path = path.as_ref();
+        let file = File::open(path).map_err(io_error("open", path))?;
         let mut index = SessionIndex {
-            path: path.as_ref().to_path_buf(),
+            identity: identity(&file, path)?,
+            path: path.to_path_buf(),
             indexed: 0,
             lines: 0,
             calls: Vec::new(),
@@ -149,7 +162,7 @@ impl SessionIndex {
     /// As [`refresh`](SessionIndex::refresh).
     pub fn refresh_up_to(&mut self, max_bytes: u64) -> Result<Refreshed, LogError> {
         let path = self.path.clone();
-        let mut file = File::open(&path).map_err(io_error("open", &path))?;
+        let mut file = self.file()?;
         let len = file.metadata().map_err(io_error("inspect", &path))?.len();
         if len < self.indexed {
             return Err(LogError::Io {
@@ -384,8 +397,18 @@ impl SessionIndex {
         Ok(out)
     }
 
+    /// The log, opened: the file this index read, else an error (it was
+    /// replaced at its path: open it again).
     fn file(&self) -> Result<File, LogError> {
-        File::open(&self.path).map_err(io_error("open", &self.path))
+        let file = File::open(&self.path).map_err(io_error("open", &self.path))?;
+        if identity(&file, &self.path)? != self.identity {
+            return Err(LogError::Io {
+                op: "follow",
+                path: self.path.clone(),
+                source: io::Error::other("the log was replaced at its path"),
+            });
+        }
+        Ok(file)
     }
 
     /// The event on the line at `span`, read again.
@@ -394,17 +417,11 @@ impl SessionIndex {
         let mut bytes = vec![0u8; span.len as usize];
         file.read_exact_at(&mut bytes, span.at)
             .map_err(io_error("read", path))?;
-        let invalid = |e: String| LogError::Io {
+        self.parse(&bytes).map_err(|(reason, _)| LogError::Io {
             op: "read again",
             path: path.clone(),
-            source: io::Error::new(io::ErrorKind::InvalidData, e),
-        };
-        match self.dialect {
-            Dialect::Spillway => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|e| invalid(e.to_string())),
-            Dialect::DeepSeekHarness => crate::dsh::event(&bytes).map_err(invalid),
-        }
+            source: io::Error::new(io::ErrorKind::InvalidData, reason),
+        })
     }
 }
 
@@ -730,6 +747,22 @@ mod tests {
         assert_eq!(index.bad_lines().0, 1);
         assert_eq!(index.bad_lines().1[0].line, 6);
         assert!(index.cards(1, 1).unwrap()[0].content.is_some());
+        // A log replaced at its path (rotated: a longer file renamed over
+        // it) says so, and no card is read from it with this index's
+        // offsets.
+        let other = dir.path().join("new.jsonl");
+        let mut longer = std::fs::read(&path).unwrap();
+        longer.extend_from_slice(&longer.clone());
+        std::fs::write(&other, &longer).unwrap();
+        let kept = dir.path().join("old.jsonl");
+        std::fs::rename(&path, &kept).unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        for e in [index.refresh().unwrap_err(), index.cards(0, 2).unwrap_err()] {
+            assert!(e.to_string().contains("replaced"), "{e}");
+        }
+        assert!(index.search("result", 5).is_err());
+        std::fs::rename(&kept, &path).unwrap();
+        assert_eq!(index.cards(0, 2).unwrap().len(), 2, "the same file again");
         // A log cut under the index says so.
         f.set_len(10).unwrap();
         assert!(index.refresh().is_err());
