@@ -91,8 +91,15 @@ pub(crate) struct Matcher {
     /// Search states given back by searchers that are done, for the next
     /// ones: making one costs far more than a small output's whole scan.
     spare: Arc<Mutex<Vec<Caches>>>,
-    /// The patterns, higher ranks first, as `all` numbers them.
-    patterns: Arc<[SalientPattern]>,
+}
+
+/// Patterns in the order a search numbers them: higher ranks first, so
+/// that of two matches that start together, the higher-ranked one is
+/// reported.
+fn by_rank<'a>(patterns: impl Iterator<Item = &'a SalientPattern>) -> Vec<&'a SalientPattern> {
+    let mut sorted: Vec<&SalientPattern> = patterns.collect();
+    sorted.sort_by_key(|p| std::cmp::Reverse(p.rank));
+    sorted
 }
 
 /// The most search states a matcher keeps for reuse.
@@ -134,13 +141,7 @@ impl Gate {
             return Some(Hit { at: 0, weak: false });
         }
         // From the `\n` before `pos`, which a literal may start with.
-        let from = pos.saturating_sub(1);
-        let span = aho_corasick::Span::from(from..text.len());
-        let m = self.all.find_in(text, span)?;
-        Some(Hit {
-            at: m.start() + usize::from(text[m.start()] == b'\n'),
-            weak: WEAK.contains(&GATE[m.pattern().as_usize()]),
-        })
+        self.after(text, pos.saturating_sub(1))
     }
 
     /// The first literal that starts at or after `from` (a literal that
@@ -184,10 +185,7 @@ impl Cursor {
 
 impl Matcher {
     pub(super) fn new(patterns: &[SalientPattern]) -> Result<Matcher, String> {
-        // Higher ranks first: of two matches that start together, the
-        // higher-ranked one is reported.
-        let mut sorted: Vec<&SalientPattern> = patterns.iter().collect();
-        sorted.sort_by_key(|p| std::cmp::Reverse(p.rank));
+        let sorted = by_rank(patterns.iter());
         let all = compile(
             &sorted
                 .iter()
@@ -214,20 +212,19 @@ impl Matcher {
             gate: None,
             levels: None,
             spare: Arc::default(),
-            patterns: sorted.iter().map(|p| (*p).clone()).collect(),
         })
     }
 
     /// Adds the built-in patterns' gate (where the machine can search
-    /// for its literals together).
-    pub(super) fn gated(mut self) -> Matcher {
+    /// for its literals together); `patterns` are the ones it was made of.
+    pub(super) fn gated(mut self, patterns: &[SalientPattern]) -> Matcher {
         self.gate = Gate::new().map(Arc::new);
         if self.gate.is_some() {
-            let levels: Vec<&SalientPattern> = self
-                .patterns
-                .iter()
-                .filter(|p| p.pattern.contains(LEVEL_PATTERN))
-                .collect();
+            let levels = by_rank(
+                patterns
+                    .iter()
+                    .filter(|p| p.pattern.contains(LEVEL_PATTERN)),
+            );
             let texts: Vec<&str> = levels.iter().map(|p| p.pattern.as_str()).collect();
             self.levels = compile(&texts)
                 .ok()

@@ -239,7 +239,7 @@ impl Default for SalientPatterns {
         BUILT_IN
             .get_or_init(|| match SalientPatterns::new(built_in()) {
                 Ok(mut p) => {
-                    p.matcher = p.matcher.map(Matcher::gated);
+                    p.matcher = p.matcher.map(|m| m.gated(&p.patterns));
                     p
                 }
                 // The built-in patterns are constants covered by tests.

@@ -49,11 +49,8 @@ pub(crate) fn object_page(
     }))
 }
 
-/// An id as a notice gives it: whole, or a prefix the store resolves.
+/// An id as a notice gives it, whole or a prefix: the store's object.
 pub(crate) fn resolve(store: &Store, text: &str) -> Result<ContentId, Failure> {
-    if let Ok(id) = text.parse::<ContentId>() {
-        return Ok(id);
-    }
     let prefix: IdPrefix = text
         .parse()
         .map_err(|e: spillway::IdError| failure(StatusCode::BAD_REQUEST, e.to_string()))?;
