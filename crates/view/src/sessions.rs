@@ -2,6 +2,7 @@
 //! and the changes pushed to every open page.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -31,7 +32,7 @@ pub(crate) struct Session {
     /// Why the log can no longer be followed (it was cut or replaced).
     error: Mutex<Option<String>>,
     /// Whether the index has reached the end of the file at least once.
-    caught_up: Mutex<bool>,
+    caught_up: AtomicBool,
 }
 
 impl Session {
@@ -44,7 +45,7 @@ impl Session {
     }
 
     pub fn caught_up(&self) -> bool {
-        *self.caught_up.lock().unwrap_or_else(|e| e.into_inner())
+        self.caught_up.load(Ordering::Relaxed)
     }
 
     /// What `/api/sessions` says of it.
@@ -128,7 +129,7 @@ impl Sessions {
                 path,
                 index: Mutex::new(index),
                 error: Mutex::new(None),
-                caught_up: Mutex::new(!first.more),
+                caught_up: AtomicBool::new(!first.more),
             });
         }
         let (changes, _) = broadcast::channel(256);
@@ -152,9 +153,8 @@ impl Sessions {
             let message = match index.refresh_up_to(STEP_BYTES) {
                 Ok(r) => {
                     more |= r.more;
-                    let was = s.caught_up();
+                    let was = s.caught_up.fetch_or(!r.more, Ordering::Relaxed);
                     let now = was || !r.more;
-                    *s.caught_up.lock().unwrap_or_else(|e| e.into_inner()) = now;
                     let (bad, _) = index.bad_lines();
                     // A line that is not an event is news too.
                     if r.events == 0 && r.cards.is_empty() && now == was && bad == bad_before {
