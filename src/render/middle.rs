@@ -16,6 +16,10 @@ use crate::salient::{shape, Caches, Candidate, Group, Matcher, SalientRank};
 /// bytes' lines, so a line found in it is numbered as the raw line.
 pub(crate) fn strip(src: &[u8], out: &mut Vec<u8>) {
     out.clear();
+    // The text is never longer than the raw bytes: room for it once, not
+    // grown by half again past a chunk (this buffer lives as long as a
+    // stream's scan).
+    out.reserve(src.len());
     let mut i = 0;
     while let Some(e) = memchr::memchr(0x1B, &src[i..]) {
         out.extend_from_slice(&src[i..i + e]);
