@@ -3,10 +3,10 @@
 //! of which every matching line holds.
 
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use regex_automata::meta;
-use regex_automata::Input;
+use regex_automata::{HalfMatch, Input, Match};
 
 use super::{one_line, SalientPattern, SalientRank};
 
@@ -74,20 +74,25 @@ const WEAK: &[&str] = &["level", "lvl=", "lvl\"", "severity"];
 const LEVEL_PATTERN: &str = "(?:level|lvl|severity)";
 
 /// Finds the lines that match, and their ranks.
+///
+/// Each of its searches is compiled when a line first needs it, once for
+/// every clone: most outputs hold no line the gate lets through, and a
+/// process that previews one small output should not pay for compiling
+/// every pattern several times over (about 4 ms).
 #[derive(Clone, Debug)]
 pub(crate) struct Matcher {
     /// Every pattern in one search; a match's pattern id gives its rank.
-    all: meta::Regex,
+    all: Search,
     ranks: Arc<[SalientRank]>,
     /// The patterns of each rank above [`SalientRank::Word`], to raise a
     /// line whose first match ranks lower than another it holds.
-    errors: Option<meta::Regex>,
-    warnings: Option<meta::Regex>,
+    errors: Option<Search>,
+    warnings: Option<Search>,
     /// With the built-in patterns: what a matching line holds.
     pub(super) gate: Option<Arc<Gate>>,
     /// With the gate: the patterns that name a level, for a line that
     /// holds only [`WEAK`] literals, and their ranks.
-    levels: Option<(meta::Regex, Arc<[SalientRank]>)>,
+    levels: Option<(Search, Arc<[SalientRank]>)>,
     /// Search states given back by searchers that are done, for the next
     /// ones: making one costs far more than a small output's whole scan.
     spare: Arc<Mutex<Vec<Caches>>>,
@@ -100,6 +105,59 @@ fn by_rank<'a>(patterns: impl Iterator<Item = &'a SalientPattern>) -> Vec<&'a Sa
     let mut sorted: Vec<&SalientPattern> = patterns.collect();
     sorted.sort_by_key(|p| std::cmp::Reverse(p.rank));
     sorted
+}
+
+/// Patterns in one search, compiled when first used. A compile that fails
+/// (only past the regex crate's size limits: every pattern was checked on
+/// its own, and the search of all of them once, when they were given)
+/// leaves the search without a match.
+#[derive(Clone, Debug)]
+struct Search(Arc<SearchInner>);
+
+#[derive(Debug)]
+struct SearchInner {
+    patterns: Vec<String>,
+    regex: OnceLock<Option<meta::Regex>>,
+}
+
+impl Search {
+    fn new<'a>(patterns: impl IntoIterator<Item = &'a str>) -> Search {
+        Search(Arc::new(SearchInner {
+            patterns: patterns.into_iter().map(str::to_owned).collect(),
+            regex: OnceLock::new(),
+        }))
+    }
+
+    /// Compiled now, so that a pattern the regex crate cannot take is
+    /// reported when it is given.
+    fn compiled<'a>(patterns: impl IntoIterator<Item = &'a str>) -> Result<Search, String> {
+        let search = Search::new(patterns);
+        let regex = compile(&search.0.patterns)?;
+        let _ = search.0.regex.set(Some(regex));
+        Ok(search)
+    }
+
+    fn regex(&self) -> Option<&meta::Regex> {
+        self.0
+            .regex
+            .get_or_init(|| compile(&self.0.patterns).ok())
+            .as_ref()
+    }
+
+    /// The first match's end and pattern, with `cache` (made here the
+    /// first time).
+    fn half(&self, cache: &mut Option<meta::Cache>, input: &Input<'_>) -> Option<HalfMatch> {
+        let regex = self.regex()?;
+        let cache = cache.get_or_insert_with(|| regex.create_cache());
+        regex.search_half_with(cache, input)
+    }
+
+    /// The first match, with `cache`.
+    fn find(&self, cache: &mut Option<meta::Cache>, input: &Input<'_>) -> Option<Match> {
+        let regex = self.regex()?;
+        let cache = cache.get_or_insert_with(|| regex.create_cache());
+        regex.search_with(cache, input)
+    }
 }
 
 /// The most search states a matcher keeps for reuse.
@@ -184,35 +242,41 @@ impl Cursor {
 }
 
 impl Matcher {
-    pub(super) fn new(patterns: &[SalientPattern]) -> Result<Matcher, String> {
+    /// A matcher of a user's `patterns`: the search of them all is
+    /// compiled now, to report what the regex crate cannot take when they
+    /// are given.
+    pub(super) fn checked(patterns: &[SalientPattern]) -> Result<Matcher, String> {
         let sorted = by_rank(patterns.iter());
-        let all = compile(
-            &sorted
-                .iter()
-                .map(|p| p.pattern.as_str())
-                .collect::<Vec<_>>(),
-        )?;
-        let of = |rank| -> Result<Option<meta::Regex>, String> {
-            let set: Vec<&str> = sorted
+        let all = Search::compiled(sorted.iter().map(|p| p.pattern.as_str()))?;
+        Ok(Matcher::with(&sorted, all))
+    }
+
+    /// A matcher of patterns known to compile (the built-in ones), every
+    /// search compiled when first needed.
+    pub(super) fn lazy(patterns: &[SalientPattern]) -> Matcher {
+        let sorted = by_rank(patterns.iter());
+        let all = Search::new(sorted.iter().map(|p| p.pattern.as_str()));
+        Matcher::with(&sorted, all)
+    }
+
+    fn with(sorted: &[&SalientPattern], all: Search) -> Matcher {
+        let of = |rank| {
+            let mut set = sorted
                 .iter()
                 .filter(|p| p.rank == rank)
                 .map(|p| p.pattern.as_str())
-                .collect();
-            if set.is_empty() {
-                Ok(None)
-            } else {
-                compile(&set).map(Some)
-            }
+                .peekable();
+            set.peek().is_some().then(|| Search::new(set))
         };
-        Ok(Matcher {
+        Matcher {
             all,
             ranks: sorted.iter().map(|p| p.rank).collect(),
-            errors: of(SalientRank::Error)?,
-            warnings: of(SalientRank::Warning)?,
+            errors: of(SalientRank::Error),
+            warnings: of(SalientRank::Warning),
             gate: None,
             levels: None,
             spare: Arc::default(),
-        })
+        }
     }
 
     /// Adds the built-in patterns' gate (where the machine can search
@@ -225,10 +289,12 @@ impl Matcher {
                     .iter()
                     .filter(|p| p.pattern.contains(LEVEL_PATTERN)),
             );
-            let texts: Vec<&str> = levels.iter().map(|p| p.pattern.as_str()).collect();
-            self.levels = compile(&texts)
-                .ok()
-                .map(|r| (r, levels.iter().map(|p| p.rank).collect()));
+            self.levels = (!levels.is_empty()).then(|| {
+                (
+                    Search::new(levels.iter().map(|p| p.pattern.as_str())),
+                    levels.iter().map(|p| p.rank).collect(),
+                )
+            });
         }
         self
     }
@@ -240,12 +306,37 @@ impl Matcher {
     /// [`give_back`](Self::give_back) when done.
     pub(crate) fn caches(&self) -> Caches {
         let reused = self.spare.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        reused.unwrap_or_else(|| Caches {
-            all: self.all.create_cache(),
-            errors: self.errors.as_ref().map(meta::Regex::create_cache),
-            warnings: self.warnings.as_ref().map(meta::Regex::create_cache),
-            levels: self.levels.as_ref().map(|(r, _)| r.create_cache()),
+        reused.unwrap_or_default()
+    }
+
+    /// How many of its searches are compiled, and how many there are.
+    #[cfg(test)]
+    pub(crate) fn compiled(&self) -> (usize, usize) {
+        let all = [
+            Some(&self.all),
+            self.errors.as_ref(),
+            self.warnings.as_ref(),
+        ]
+        .into_iter()
+        .chain([self.levels.as_ref().map(|(l, _)| l)])
+        .flatten();
+        all.fold((0, 0), |(n, of), s| {
+            (n + usize::from(s.0.regex.get().is_some()), of + 1)
         })
+    }
+
+    /// Compiles every search; whether each compiled.
+    #[cfg(test)]
+    pub(crate) fn compile_all(&self) -> bool {
+        [
+            Some(&self.all),
+            self.errors.as_ref(),
+            self.warnings.as_ref(),
+        ]
+        .into_iter()
+        .chain([self.levels.as_ref().map(|(l, _)| l)])
+        .flatten()
+        .all(|s| s.regex().is_some())
     }
 
     /// How many search states wait for reuse.
@@ -274,7 +365,7 @@ impl Matcher {
         let Some(gate) = &self.gate else {
             let m = self
                 .all
-                .search_with(&mut caches.all, &Input::new(text).range(pos..))?;
+                .find(&mut caches.all, &Input::new(text).range(pos..))?;
             let start = memchr::memrchr(b'\n', &text[..m.start()]).map_or(0, |i| i + 1);
             let end =
                 memchr::memchr(b'\n', &text[m.start()..]).map_or(text.len(), |i| m.start() + i);
@@ -294,13 +385,13 @@ impl Matcher {
                 (Some(_), true) => weak_only(gate, text, g, end, cur),
                 _ => None,
             };
-            let found = match (&self.levels, &mut caches.levels, weak) {
-                (Some((levels, ranks)), Some(cache), Some(at)) => {
-                    level_rank(levels, ranks, cache, text, start, end, &at)
+            let found = match (&self.levels, weak) {
+                (Some((levels, ranks)), Some(at)) => {
+                    level_rank(levels, ranks, &mut caches.levels, text, start, end, &at)
                 }
                 _ => self
                     .all
-                    .search_half_with(&mut caches.all, &input)
+                    .half(&mut caches.all, &input)
                     .map(|m| self.ranks[m.pattern().as_usize()]),
             };
             if let Some(rank) = found {
@@ -320,9 +411,8 @@ impl Matcher {
             return first;
         }
         let input = Input::new(line).earliest(true);
-        let holds = |r: &Option<meta::Regex>, c: &mut Option<meta::Cache>| match (r, c) {
-            (Some(r), Some(c)) => r.search_half_with(c, &input).is_some(),
-            _ => false,
+        let holds = |r: &Option<Search>, c: &mut Option<meta::Cache>| {
+            r.as_ref().is_some_and(|r| r.half(c, &input).is_some())
         };
         if holds(&self.errors, &mut caches.errors) {
             SalientRank::Error
@@ -405,9 +495,9 @@ struct Weak {
 /// anchored there, in order, each a few bytes long (the bytes before still
 /// count for look-behind).
 fn level_rank(
-    levels: &meta::Regex,
+    levels: &Search,
     ranks: &[SalientRank],
-    cache: &mut meta::Cache,
+    cache: &mut Option<meta::Cache>,
     text: &[u8],
     start: usize,
     end: usize,
@@ -421,7 +511,7 @@ fn level_rank(
             let input = Input::new(text)
                 .range(from..end)
                 .anchored(regex_automata::Anchored::Yes);
-            if let Some(m) = levels.search_half_with(cache, &input) {
+            if let Some(m) = levels.half(cache, &input) {
                 return Some(ranks[m.pattern().as_usize()]);
             }
         }
@@ -429,19 +519,33 @@ fn level_rank(
     None
 }
 
-/// A [`Matcher`]'s search state ([`Matcher::caches`]).
-#[derive(Debug)]
+/// A [`Matcher`]'s search state ([`Matcher::caches`]): each search's,
+/// made when it is first used.
+#[derive(Debug, Default)]
 pub(crate) struct Caches {
-    all: meta::Cache,
+    all: Option<meta::Cache>,
     errors: Option<meta::Cache>,
     warnings: Option<meta::Cache>,
     levels: Option<meta::Cache>,
 }
 
+/// How a pattern is read: `^` and `$` at line ends.
+fn syntax() -> regex_automata::util::syntax::Config {
+    regex_automata::util::syntax::Config::new().multi_line(true)
+}
+
+/// Whether `pattern` is a regular expression, as a search reads it: its
+/// syntax only, a far smaller cost than compiling it.
+pub(super) fn check(pattern: &str) -> Result<(), String> {
+    regex_automata::util::syntax::parse_with(pattern, &syntax())
+        .map(drop)
+        .map_err(|e| one_line(&e.to_string()))
+}
+
 /// Compiles `patterns` into one multi-line search.
-fn compile(patterns: &[&str]) -> Result<meta::Regex, String> {
+fn compile(patterns: &[String]) -> Result<meta::Regex, String> {
     meta::Regex::builder()
-        .syntax(regex_automata::util::syntax::Config::new().multi_line(true))
+        .syntax(syntax())
         .build_many(patterns)
         .map_err(|e| one_line(&e.to_string()))
 }

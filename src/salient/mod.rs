@@ -344,6 +344,50 @@ mod tests {
         assert!(a.len() >= 8, "{a:?}");
     }
 
+    /// The built-in searches are compiled when a line first needs them,
+    /// so they must compile whenever that is.
+    #[test]
+    fn the_built_in_patterns_compile() {
+        let m =
+            Matcher::lazy(&built_in().collect::<Vec<_>>()).gated(&built_in().collect::<Vec<_>>());
+        assert_eq!(m.compiled(), (0, 4));
+        assert!(m.compile_all());
+        assert_eq!(m.compiled(), (4, 4));
+        let checked = SalientPatterns::new(built_in()).unwrap().matcher().unwrap();
+        assert!(checked.compile_all());
+    }
+
+    /// Text that no gate literal is in compiles none of the built-in
+    /// searches: a process that previews such an output pays for the
+    /// gate's literals alone. Each search is compiled by the first line
+    /// that needs it, once for every clone.
+    #[test]
+    fn the_searches_are_compiled_by_the_first_line_that_needs_them() {
+        let pats: Vec<_> = built_in().collect();
+        let m = Matcher::lazy(&pats).gated(&pats);
+        let text = "building 3 crates\nall done in 2 s\n".repeat(100);
+        assert_eq!(m.lines(text.as_bytes(), &mut m.caches()).count(), 0);
+        assert_eq!(m.compiled().0, 0);
+        let clone = m.clone();
+        assert_eq!(
+            rank(&clone, r#"{"level":40,"msg":"slow"}"#),
+            Some(SalientRank::Warning)
+        );
+        assert_eq!(
+            m.compiled().0,
+            1,
+            "the level patterns, shared with the clone"
+        );
+        assert_eq!(rank(&m, "2026 ERROR disk full"), Some(SalientRank::Error));
+        assert_eq!(m.compiled().0, 2, "and every pattern");
+        assert_eq!(rank(&m, "an error here"), Some(SalientRank::Word));
+        assert_eq!(
+            m.compiled(),
+            (4, 4),
+            "a word raises by the errors' and warnings' patterns"
+        );
+    }
+
     #[test]
     fn lines_are_found_once_each_with_their_ranges_and_ranks() {
         let m = SalientPatterns::new([

@@ -237,13 +237,15 @@ impl Default for SalientPatterns {
     fn default() -> Self {
         static BUILT_IN: std::sync::OnceLock<SalientPatterns> = std::sync::OnceLock::new();
         BUILT_IN
-            .get_or_init(|| match SalientPatterns::new(built_in()) {
-                Ok(mut p) => {
-                    p.matcher = p.matcher.map(|m| m.gated(&p.patterns));
-                    p
+            .get_or_init(|| {
+                // Constants (`the_built_in_patterns_compile` checks them):
+                // compiled when a line first needs them.
+                let patterns: Arc<[SalientPattern]> = built_in().collect();
+                let matcher = Matcher::lazy(&patterns).gated(&patterns);
+                SalientPatterns {
+                    patterns,
+                    matcher: Some(matcher),
                 }
-                // The built-in patterns are constants covered by tests.
-                Err(e) => panic!("built-in salient patterns: {e}"),
             })
             .clone()
     }
@@ -303,15 +305,15 @@ impl SalientPatterns {
     {
         let patterns: Vec<SalientPattern> = patterns.into_iter().map(Into::into).collect();
         for p in &patterns {
-            regex::Regex::new(&p.pattern).map_err(|e| SalientError {
+            super::matcher::check(&p.pattern).map_err(|error| SalientError {
                 pattern: p.pattern.clone(),
-                error: one_line(&e.to_string()),
+                error,
             })?;
         }
         let matcher = if patterns.is_empty() {
             None
         } else {
-            Some(Matcher::new(&patterns).map_err(|error| {
+            Some(Matcher::checked(&patterns).map_err(|error| {
                 SalientError {
                     pattern: patterns
                         .iter()

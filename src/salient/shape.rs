@@ -195,7 +195,8 @@ fn words(run: &[u8], h: &mut Hasher) {
     let part = |w: &[u8]| {
         !codes
             && w.len() <= 3
-            && w.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+            && w.iter()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
     };
     let mut i = 0;
     while i < run.len() {
