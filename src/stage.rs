@@ -231,6 +231,11 @@ impl Spilling {
 
     fn feed_piece(&mut self, chunk: &[u8]) {
         self.measure.feed(chunk);
+        if self.measure.has_nul() && self.render.is_some() {
+            // Binary: no preview shows its rendered text, so the rest is
+            // neither rendered nor scanned.
+            self.render = None;
+        }
         if let Some(r) = self.render.as_mut() {
             r.feed(chunk);
         }
@@ -886,6 +891,47 @@ mod tests {
                 sp.policy().max_inline_bytes()
             );
         }
+    }
+
+    /// Past a NUL byte a stream is binary, and no preview shows its
+    /// rendered text: the rest is neither rendered nor scanned, and the
+    /// outcome is the one a stage that rendered everything gives.
+    #[test]
+    fn a_binary_stream_is_not_rendered_past_its_first_nul() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let policy = Policy::builder().max_inline_bytes(4096).build().unwrap();
+        let sp = Spiller::new(policy, store).unwrap();
+        let mut input = Vec::new();
+        for i in 0..40_000 {
+            input.extend_from_slice(format!("step {i}: error: failed at {i}\n").as_bytes());
+        }
+        input.extend_from_slice(b"\0\x01\x07\n");
+        input.extend_from_slice(&input.clone()[..200_000]);
+        let mut stage = sp.stage();
+        let nul = input.iter().position(|&b| b == 0).unwrap();
+        stage.feed(&input[..nul]);
+        assert!(stage.spill.as_ref().unwrap().render.is_some());
+        stage.feed(&input[nul..]);
+        assert!(stage.spill.as_ref().unwrap().render.is_none());
+        let streamed = stage.finish().unwrap();
+        assert!(
+            streamed.content.contains("binary output"),
+            "{}",
+            streamed.content
+        );
+        assert!(!streamed.rendered);
+        assert_eq!(streamed.content, sp.apply(&input).unwrap().content);
+        let raw = Spiller::new(
+            Policy::builder()
+                .max_inline_bytes(4096)
+                .render(Render::Raw)
+                .build()
+                .unwrap(),
+            sp.store().clone(),
+        )
+        .unwrap();
+        assert_eq!(streamed.content, raw.apply(&input).unwrap().content);
     }
 
     #[test]
