@@ -68,6 +68,11 @@ impl Chunks {
         &self.buf
     }
 
+    /// A buffer the other thread is done with, if one came back.
+    pub(crate) fn spare(&mut self) -> Option<Vec<u8>> {
+        self.back.try_recv().ok()
+    }
+
     /// Takes the first `cut` bytes gathered; the rest starts the next chunk,
     /// in a buffer that came back if one did.
     pub(crate) fn take(&mut self, cut: usize) -> Vec<u8> {

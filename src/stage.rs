@@ -220,16 +220,32 @@ impl Spilling {
     /// Feeds a chunk in cache-sized pieces: each piece is measured, hashed
     /// and written while it is still in cache.
     fn feed(&mut self, chunk: &[u8]) {
+        self.feed_consumers(chunk, true);
+    }
+
+    /// [`feed`](Self::feed) for a chunk in a buffer of its own, which the
+    /// salient scan's thread may take as it is; gives back a buffer to
+    /// read the next bytes into.
+    fn feed_buf(&mut self, buf: Vec<u8>) -> Vec<u8> {
+        self.feed_consumers(&buf, false);
+        match self.render.as_mut() {
+            Some(r) => r.scan_buf(buf),
+            None => buf,
+        }
+    }
+
+    /// Feeds a chunk to every consumer, the salient scan too if `scan`.
+    fn feed_consumers(&mut self, chunk: &[u8], scan: bool) {
         self.tail.push(chunk);
         if let Some(j) = self.json.take() {
             self.json = Some(j.feed(chunk, self.measure.bytes(), &self.budget));
         }
         for piece in chunk.chunks(PIECE) {
-            self.feed_piece(piece);
+            self.feed_piece(piece, scan);
         }
     }
 
-    fn feed_piece(&mut self, chunk: &[u8]) {
+    fn feed_piece(&mut self, chunk: &[u8], scan: bool) {
         self.measure.feed(chunk);
         if self.measure.has_nul() && self.render.is_some() {
             // Binary: no preview shows its rendered text, so the rest is
@@ -237,7 +253,10 @@ impl Spilling {
             self.render = None;
         }
         if let Some(r) = self.render.as_mut() {
-            r.feed(chunk);
+            r.render(chunk);
+            if scan {
+                r.scan(chunk);
+            }
         }
         let room = self.max_stored - self.stored;
         let part = &chunk[..chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
@@ -331,6 +350,24 @@ impl Stage {
         match &self.spill {
             Some(s) => s.tail.last(),
             None => self.head.last().copied(),
+        }
+    }
+
+    /// Feeds the next chunk of the input from a buffer of its own, and
+    /// gives back a buffer to read the next chunk into, of any length, its
+    /// bytes stale (`buf` itself, or one the stage is done with). The
+    /// same as [`feed`](Self::feed), but past a stream's first MiB its
+    /// salient scan's thread takes `buf` as it is instead of a copy of it:
+    /// a reader of a long stream (`spillway apply`) saves a copy of every
+    /// byte by reading into the buffers this gives back. At most a few
+    /// buffers are held at a time.
+    pub fn feed_buf(&mut self, buf: Vec<u8>) -> Vec<u8> {
+        match self.spill.as_mut() {
+            Some(sp) => sp.feed_buf(buf),
+            None => {
+                self.feed(&buf);
+                buf
+            }
         }
     }
 

@@ -376,6 +376,16 @@ fn the_thread_budget_changes_where_work_runs_never_what_it_gives() {
             }
             let streamed = stage.finish().unwrap();
             assert_eq!(whole.content, streamed.content, "{threads} threads");
+            // In buffers of their own, which the scan's thread may take.
+            for size in [1 << 20, 700_001] {
+                let mut stage = spiller.stage();
+                for piece in input.chunks(size) {
+                    let back = stage.feed_buf(piece.to_vec());
+                    assert!(back.capacity() > 0);
+                }
+                let owned = stage.finish().unwrap();
+                assert_eq!(whole.content, owned.content, "{threads} threads, {size}");
+            }
             assert_eq!(budget.free(), threads, "{threads} threads: all joined");
             match &seen {
                 None => seen = Some(whole.content.clone()),

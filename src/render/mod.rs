@@ -95,6 +95,12 @@ impl Renderer {
     }
 
     pub(crate) fn feed(&mut self, data: &[u8]) {
+        self.render(data);
+        self.scan(data);
+    }
+
+    /// Renders the next bytes into the head, while it takes them.
+    pub(crate) fn render(&mut self, data: &[u8]) {
         if let Some(t) = self.terminal.as_mut() {
             t.feed(&mut self.head, data);
             if self.head.is_full() {
@@ -106,12 +112,37 @@ impl Renderer {
                 }
             }
         }
+    }
+
+    /// Scans the next bytes, which [`render`](Self::render) was given.
+    /// (The scan may be told the head's end before it is given the bytes
+    /// before it: it places its lines by their offsets.)
+    pub(crate) fn scan(&mut self, data: &[u8]) {
         if let Some(s) = self.scan.take() {
             let mut s = s.maybe_move(self.fed, &self.budget);
             s.feed(data);
             self.scan = Some(s);
         }
         self.fed += data.len() as u64;
+    }
+
+    /// [`scan`](Self::scan) for bytes in a buffer of their own: on the
+    /// scan's thread, `buf` itself is handed over instead of a copy of its
+    /// bytes. Gives back a buffer to read the next bytes into (its bytes
+    /// stale).
+    pub(crate) fn scan_buf(&mut self, buf: Vec<u8>) -> Vec<u8> {
+        let len = buf.len() as u64;
+        let back = match self.scan.take() {
+            Some(s) => {
+                let mut s = s.maybe_move(self.fed, &self.budget);
+                let back = s.feed_buf(buf);
+                self.scan = Some(s);
+                back
+            }
+            None => buf,
+        };
+        self.fed += len;
+        back
     }
 
     /// The parts. `window` is the last raw bytes of the stream (all of them

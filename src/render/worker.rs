@@ -16,15 +16,17 @@
 //! Chunks are cut after a line end for this (a chunk without one is handed
 //! over as it is and scanned on the thread).
 
+use std::ops::Range;
 use std::sync::mpsc::{self, SyncSender, TrySendError};
 
 use super::middle::{Finder, Finds, RawScan};
-use crate::offload::{Chunks, QUEUED, THREAD_AFTER};
+use crate::offload::{Chunks, CHUNK, QUEUED, THREAD_AFTER};
 use crate::threads::{self, Joined, Parallelism};
 
 enum Msg {
-    /// Bytes to scan, and their matched lines if they were found already.
-    Data(Vec<u8>, Option<Finds>),
+    /// Bytes to scan (a range of a buffer), and their matched lines if
+    /// they were found already.
+    Data(Vec<u8>, Range<usize>, Option<Finds>),
     HeadEnd(u64),
 }
 
@@ -46,6 +48,19 @@ impl Scan {
         match self {
             Scan::Here(s) => s.feed(data),
             Scan::Worker(w) => w.feed(data),
+        }
+    }
+
+    /// Feeds the bytes of `buf`, and gives back a buffer to read the next
+    /// bytes into (its bytes stale): on a thread, `buf` itself is handed
+    /// over instead of a copy of its bytes.
+    pub(crate) fn feed_buf(&mut self, buf: Vec<u8>) -> Vec<u8> {
+        match self {
+            Scan::Here(s) => {
+                s.feed(&buf);
+                buf
+            }
+            Scan::Worker(w) => w.feed_buf(buf),
         }
     }
 
@@ -97,10 +112,10 @@ impl Worker {
         let work = move |mut scan: Box<RawScan>| {
             for msg in rx {
                 match msg {
-                    Msg::Data(buf, finds) => {
+                    Msg::Data(buf, range, finds) => {
                         match finds {
-                            Some(finds) => scan.feed_found(&buf, &finds),
-                            None => scan.feed(&buf),
+                            Some(finds) => scan.feed_found(&buf[range], &finds),
+                            None => scan.feed(&buf[range]),
                         }
                         // The stage may be gone: the buffer is then freed.
                         let _ = back_tx.send(buf);
@@ -138,23 +153,63 @@ impl Worker {
             _ => gathered.len(),
         };
         let chunk = self.chunks.take(cut);
-        let whole = self.starts_line && chunk.ends_with(b"\n");
-        self.starts_line = chunk.ends_with(b"\n");
+        let all = 0..chunk.len();
+        self.hand(chunk, all);
+    }
+
+    /// Hands `buf[range]`, the next bytes, to the thread; finds their
+    /// lines here first when the thread is behind and they are whole
+    /// lines.
+    fn hand(&mut self, buf: Vec<u8>, range: Range<usize>) {
+        let ends_line = buf[range.clone()].ends_with(b"\n");
+        let whole = self.starts_line && ends_line;
+        self.starts_line = ends_line;
         let sent = if self.always_here {
-            Err(TrySendError::Full(Msg::Data(chunk, None)))
+            Err(TrySendError::Full(Msg::Data(buf, range, None)))
         } else {
-            self.tx.try_send(Msg::Data(chunk, None))
+            self.tx.try_send(Msg::Data(buf, range, None))
         };
         match sent {
-            Err(TrySendError::Full(Msg::Data(chunk, None))) if whole => {
-                // The scan is behind: this chunk's lines are found here.
-                let finds = self.finder.find(&chunk);
-                self.send(Msg::Data(chunk, Some(finds)));
+            Err(TrySendError::Full(Msg::Data(buf, range, None))) if whole => {
+                // The scan is behind: these lines are found here.
+                let finds = self.finder.find(&buf[range.clone()]);
+                self.send(Msg::Data(buf, range, Some(finds)));
             }
             Err(TrySendError::Full(msg)) => self.send(msg),
             // The thread is gone, which `finish` reports.
             Ok(()) | Err(TrySendError::Disconnected(_)) => {}
         }
+    }
+
+    /// Feeds the bytes of `buf`, handing over `buf` itself (its whole
+    /// lines; the line the last bytes cut is finished first, and the one
+    /// `buf` ends inside is kept for the next, both copied), and gives
+    /// back a buffer the thread is done with, or a new one.
+    fn feed_buf(&mut self, buf: Vec<u8>) -> Vec<u8> {
+        let lines = match (memchr::memchr(b'\n', &buf), memchr::memrchr(b'\n', &buf)) {
+            (Some(first), Some(last)) if buf.len() >= CHUNK / 2 => (first + 1)..(last + 1),
+            // A small buffer is gathered, as bytes fed are.
+            _ => {
+                self.feed(&buf);
+                return buf;
+            }
+        };
+        let len = buf.len();
+        let owned = if self.chunks.gathered().is_empty() && self.starts_line {
+            0..lines.end
+        } else {
+            self.feed(&buf[..lines.start]);
+            self.hand_over(true);
+            lines.clone()
+        };
+        // The start of the line `buf` ends inside, copied: it goes after
+        // `buf`'s lines.
+        let rest = buf[lines.end..].to_vec();
+        if !owned.is_empty() {
+            self.hand(buf, owned);
+        }
+        self.feed(&rest);
+        self.chunks.spare().unwrap_or_else(|| vec![0; len])
     }
 
     fn set_head_end(&mut self, raw: u64) {
@@ -203,14 +258,22 @@ mod tests {
         out
     }
 
-    fn scan(scan: Scan, input: &[u8], piece: usize, head_end: u64) -> MiddleLinesOf {
+    /// Scans `input` in pieces, borrowed or (`owned`) in buffers of their
+    /// own, telling the scan the head's end before the piece it is in.
+    fn scan(scan: Scan, input: &[u8], piece: usize, head_end: u64, owned: bool) -> MiddleLinesOf {
         let mut scan = scan;
         let mut fed = 0u64;
         for p in input.chunks(piece) {
             if fed <= head_end && head_end < fed + p.len() as u64 {
                 scan.set_head_end(head_end);
             }
-            scan.feed(p);
+            if owned {
+                let back = scan.feed_buf(p.to_vec());
+                // What comes back is a buffer to read into: any length.
+                assert!(back.capacity() > 0);
+            } else {
+                scan.feed(p);
+            }
             fed += p.len() as u64;
         }
         let tail_start = input.len() as u64 - 70_000;
@@ -234,6 +297,7 @@ mod tests {
             &input,
             input.len(),
             head_end,
+            false,
         );
         assert!(here.matched > 10_000, "{}", here.matched);
         assert!(here.groups.len() >= 4, "{:?}", here.groups.len());
@@ -260,11 +324,16 @@ mod tests {
                 assert_eq!(input[c.raw_end as usize - 1], b'\n');
             }
         }
-        for (piece, always_here) in [
-            (4096, false),
-            (4096, true),
-            (256 << 10, true),
-            (3 << 20, false),
+        for (piece, always_here, owned) in [
+            (4096, false, false),
+            (4096, true, false),
+            (256 << 10, true, false),
+            (3 << 20, false, false),
+            (1 << 20, false, true),
+            (1 << 20, true, true),
+            ((700 << 10) + 1, true, true),
+            ((2 << 20) + 3, false, true),
+            (64 << 10, false, true),
         ] {
             let moved = match Worker::start(
                 Box::new(RawScan::new(matcher.clone(), 70_000)),
@@ -276,8 +345,11 @@ mod tests {
                 }
                 Err(_) => panic!("no thread"),
             };
-            let there = scan(moved, &input, piece, head_end);
-            assert_eq!(there, here, "pieces of {piece}, found here: {always_here}");
+            let there = scan(moved, &input, piece, head_end, owned);
+            assert_eq!(
+                there, here,
+                "pieces of {piece}, found here: {always_here}, owned: {owned}"
+            );
         }
     }
 

@@ -398,7 +398,7 @@ fn apply(eff: &Effective, store: &Store, args: ApplyArgs, quiet: bool) -> Result
             let mut stage = spiller.stage();
             stage.feed(&read);
             let before = read.len() as u64;
-            pump(&mut rest, &mut stage, &mut |done| {
+            pump(&mut rest, &mut |buf| Ok(stage.feed_buf(buf)), &mut |done| {
                 progress.bytes(before + done, size)
             })
             .with_context(|| format!("read {name}"))?;

@@ -35,7 +35,7 @@ pub use default_store::{default_store, DefaultStore};
 pub use run::{run_merged, Finished, RunError, RunOptions, MAX_TIMEOUT};
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::AsFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -71,26 +71,49 @@ pub fn spawn_merged(cmd: &mut Command) -> io::Result<(Child, File)> {
     Ok((child?, reader))
 }
 
-/// Copies `reader` into `out` in 1 MiB reads, as the data arrives; calls
-/// `progress` with the running total after each read. Returns the total.
+/// How many bytes [`pump`] hands over at a time.
+const PUMPED: usize = 1 << 20;
+
+/// Reads `reader` to its end, handing its bytes to `take` in buffers of
+/// 1 MiB (the last one shorter), each filled by as many reads as it takes;
+/// `take` gives back the buffer to read into next (the same one, or one it
+/// is done with: `Stage::feed_buf` hands a long stream's buffers to its
+/// salient scan's thread instead of copying them). Calls `progress` with
+/// the running total after each read. Returns the total.
 ///
 /// # Errors
 ///
-/// A read or write error (an interrupted read is retried).
+/// A read error, or `take`'s (an interrupted read is retried).
 pub fn pump(
     reader: &mut dyn Read,
-    out: &mut dyn Write,
+    take: &mut dyn FnMut(Vec<u8>) -> io::Result<Vec<u8>>,
     progress: &mut dyn FnMut(u64),
 ) -> io::Result<u64> {
-    let mut buf = vec![0u8; 1 << 20];
+    let mut buf = vec![0u8; PUMPED];
+    let mut filled = 0;
     let mut total = 0;
     loop {
-        match reader.read(&mut buf) {
-            Ok(0) => return Ok(total),
+        // A buffer given back may be shorter; its stale bytes are read over.
+        if buf.len() < PUMPED {
+            buf.resize(PUMPED, 0);
+        }
+        match reader.read(&mut buf[filled..PUMPED]) {
+            Ok(0) => {
+                if filled > 0 {
+                    buf.truncate(filled);
+                    take(buf)?;
+                }
+                return Ok(total);
+            }
             Ok(n) => {
-                out.write_all(&buf[..n])?;
+                filled += n;
                 total += n as u64;
                 progress(total);
+                if filled == PUMPED {
+                    buf.truncate(PUMPED);
+                    buf = take(buf)?;
+                    filled = 0;
+                }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
@@ -112,6 +135,63 @@ pub fn exit_code(status: ExitStatus) -> i32 {
 mod tests {
     use super::*;
 
+    /// A `take` that appends to `text` and gives the buffer back.
+    fn into(text: &mut Vec<u8>) -> impl FnMut(Vec<u8>) -> io::Result<Vec<u8>> + '_ {
+        move |buf| {
+            text.extend_from_slice(&buf);
+            Ok(buf)
+        }
+    }
+
+    /// A reader that gives at most `step` bytes a read, as a pipe does.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.0.len().min(self.1).min(out.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn buffers_are_handed_over_full_whatever_the_reads() {
+        let data: Vec<u8> = (0..(3 * PUMPED + 12_345))
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        for step in [1000, 65_536, PUMPED, 4 * PUMPED] {
+            let mut lens = Vec::new();
+            let mut text = Vec::new();
+            let mut reads = 0;
+            // Buffers given back shorter, longer and stale.
+            let mut spare = vec![vec![9u8; 10], vec![7u8; 2 * PUMPED]];
+            let n = pump(
+                &mut Trickle(&data, step),
+                &mut |buf| {
+                    lens.push(buf.len());
+                    text.extend_from_slice(&buf);
+                    Ok(spare.pop().unwrap_or(buf))
+                },
+                &mut |_| reads += 1,
+            )
+            .unwrap();
+            assert_eq!(n, data.len() as u64);
+            assert!(text == data, "step {step}");
+            assert_eq!(lens, [PUMPED, PUMPED, PUMPED, 12_345], "step {step}");
+            assert!(
+                reads >= data.len().div_ceil(step.min(PUMPED)),
+                "step {step}"
+            );
+        }
+        let failing = pump(
+            &mut Trickle(&data, 65_536),
+            &mut |_| Err(io::Error::other("full")),
+            &mut |_| {},
+        );
+        assert_eq!(failing.unwrap_err().to_string(), "full");
+    }
+
     #[test]
     fn merged_output_keeps_the_order_of_writes() {
         let mut cmd = Command::new("sh");
@@ -119,7 +199,7 @@ mod tests {
         let (mut child, mut reader) = spawn_merged(&mut cmd).unwrap();
         let mut text = Vec::new();
         let mut calls = 0;
-        let n = pump(&mut reader, &mut text, &mut |_| calls += 1).unwrap();
+        let n = pump(&mut reader, &mut into(&mut text), &mut |_| calls += 1).unwrap();
         assert!(child.wait().unwrap().success());
         assert_eq!(text, b"out1\nerr1\nout2\nerr2\n");
         assert_eq!(n, text.len() as u64);
@@ -131,7 +211,11 @@ mod tests {
         let mut cmd = Command::new("true");
         let (mut child, mut reader) = spawn_merged(&mut cmd).unwrap();
         let mut text = Vec::new();
-        assert_eq!(pump(&mut reader, &mut text, &mut |_| {}).unwrap(), 0);
+        assert_eq!(
+            pump(&mut reader, &mut into(&mut text), &mut |_| {}).unwrap(),
+            0
+        );
+        assert!(text.is_empty());
         assert!(child.wait().unwrap().success());
     }
 
