@@ -556,11 +556,39 @@ impl RawScan {
 
     /// Records the matched lines of `bulk`, whole lines from the next byte.
     fn record(&mut self, bulk: &[u8], finds: &Finds) {
+        // A hit that will be past the window once `bulk` is in can no
+        // longer lie in the rendered tail: it is grouped now, from `bulk`,
+        // after the hits before it, instead of being copied into the
+        // window first (most of a long chunk's hits).
+        let keep_from = (self.at + bulk.len() as u64).saturating_sub(self.window);
+        if keep_from > self.at {
+            self.evict_before(keep_from);
+        }
         for f in &finds.hits {
             let span = (self.at + f.start as u64, self.at + f.end as u64 + 1);
             let bytes = &bulk[f.start..f.start + f.judged];
-            self.pending
-                .push(span, self.line + f.line, f.rank, f.shape, bytes);
+            let line = self.line + f.line;
+            if span.0 >= keep_from {
+                self.pending.push(span, line, f.rank, f.shape, bytes);
+            } else if let Some(head_end) = self.head_end {
+                let h = Pending {
+                    raw: span.0,
+                    raw_end: span.1,
+                    line,
+                    rank: f.rank,
+                    shape: f.shape,
+                    at: 0,
+                    len: bytes.len(),
+                };
+                take(
+                    &h,
+                    bytes,
+                    head_end,
+                    u64::MAX,
+                    &mut self.shapes,
+                    &mut self.across,
+                );
+            }
         }
         self.at += bulk.len() as u64;
         self.line += finds.newlines;
@@ -572,7 +600,11 @@ impl RawScan {
     /// the head's end is known, every byte fed went to the head: its hits
     /// are the head's.)
     fn evict(&mut self) {
-        let keep_from = self.at.saturating_sub(self.window);
+        self.evict_before(self.at.saturating_sub(self.window));
+    }
+
+    /// Groups the hits that start before `keep_from`.
+    fn evict_before(&mut self, keep_from: u64) {
         let Some(head_end) = self.head_end else {
             self.pending.drain_before(keep_from, |_, _| {});
             return;
