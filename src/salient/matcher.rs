@@ -490,10 +490,13 @@ struct Weak {
 }
 
 /// The rank of the first level pattern a line holding only [`WEAK`]
-/// literals matches. A level pattern's match starts at its literal or at
-/// the quote before it, so the leftmost match is found by searches
-/// anchored there, in order, each a few bytes long (the bytes before still
-/// count for look-behind).
+/// literals matches. A level pattern names its key (`level`, `lvl` or
+/// `severity`) as logfmt does, `level=`, or as JSON does, `"level":`: its
+/// match starts at the key when `=` follows the key, and at the quote
+/// before it when `"` follows it, and nowhere else. So the leftmost match
+/// is found by one search at each key, anchored where a match would start,
+/// in order, each a few bytes long (the bytes before still count for
+/// look-behind).
 fn level_rank(
     levels: &Search,
     ranks: &[SalientRank],
@@ -504,16 +507,23 @@ fn level_rank(
     weak: &Weak,
 ) -> Option<SalientRank> {
     for &at in &weak.at[..weak.len] {
-        for from in [at.checked_sub(1).filter(|&f| f >= start), Some(at)]
+        let key = [&b"severity"[..], b"level", b"lvl"]
             .into_iter()
-            .flatten()
-        {
-            let input = Input::new(text)
-                .range(from..end)
-                .anchored(regex_automata::Anchored::Yes);
-            if let Some(m) = levels.half(cache, &input) {
-                return Some(ranks[m.pattern().as_usize()]);
-            }
+            .find(|k| text[at..end].starts_with(k))
+            .map_or(0, <[u8]>::len);
+        let from = match text[..end].get(at + key) {
+            Some(b'=') => Some(at),
+            Some(b'"') => at.checked_sub(1).filter(|&f| f >= start && text[f] == b'"'),
+            _ => None,
+        };
+        let Some(from) = from else {
+            continue;
+        };
+        let input = Input::new(text)
+            .range(from..end)
+            .anchored(regex_automata::Anchored::Yes);
+        if let Some(m) = levels.half(cache, &input) {
+            return Some(ranks[m.pattern().as_usize()]);
         }
     }
     None
