@@ -83,6 +83,8 @@ fn check_case(
         }
         o
     });
+    let buffered = support::apply_buffered(&spiller, input, chunks);
+    assert_eq!(observed(&buffered), observed(&one), "fed as buffers");
     if let Some(s) = &one.spill {
         assert_eq!(store.read(&s.id, &Selection::All).unwrap(), input);
     }

@@ -20,6 +20,12 @@ fuzz_target!(|data: &[u8]| {
         support::observed(&one),
         "chunking changed the outcome"
     );
+    let buffered = support::apply_buffered(&spiller, input, &p.chunks());
+    assert_eq!(
+        support::observed(&buffered),
+        support::observed(&one),
+        "feeding buffers changed the outcome"
+    );
     if let Some(s) = &one.spill {
         let back = store
             .read(&s.id, &Selection::All)

@@ -87,6 +87,25 @@ pub fn apply_chunked(spiller: &Spiller, input: &[u8], sizes: &[usize]) -> Outcom
     stage.finish().expect("finish")
 }
 
+/// [`apply_chunked`] through [`spillway::Stage::feed_buf`]: each piece is
+/// copied into the buffer the stage gave back last, as a reader would
+/// read into it.
+pub fn apply_buffered(spiller: &Spiller, input: &[u8], sizes: &[usize]) -> Outcome {
+    let mut stage = spiller.stage();
+    let mut buf = Vec::new();
+    let mut at = 0;
+    let mut i = 0;
+    while at < input.len() {
+        let n = sizes[i % sizes.len()].max(1).min(input.len() - at);
+        buf.clear();
+        buf.extend_from_slice(&input[at..at + n]);
+        buf = stage.feed_buf(buf);
+        at += n;
+        i += 1;
+    }
+    stage.finish().expect("finish")
+}
+
 /// The oracle's expectation for this input, with the store the stage used.
 pub fn expected(input: &[u8], policy: &Policy, store: &Store) -> oracle::Expected {
     let stored = (input.len() as u64).min(policy.max_spill_bytes()) as usize;
