@@ -316,6 +316,8 @@ pub(crate) struct Finder {
     caches_long: Option<Caches>,
     /// The lines' text without escape sequences.
     stripped: Vec<u8>,
+    /// The shapes of the lines judged lately.
+    memo: shape::Memo,
 }
 
 impl Drop for Finder {
@@ -336,6 +338,7 @@ impl Finder {
             caches_long: None,
             matcher,
             stripped: Vec::new(),
+            memo: shape::Memo::new(),
         }
     }
 
@@ -355,7 +358,7 @@ impl Finder {
         };
         let caches = self.caches.get_or_insert_with(|| self.matcher.caches());
         let rank = self.matcher.line_rank(text, caches)?;
-        Some((rank, shape::ranked(text, rank)))
+        Some((rank, self.memo.ranked(text, rank)))
     }
 
     /// The matched lines of `bulk`, whole lines from a line's start.
@@ -373,7 +376,7 @@ impl Finder {
     fn find_plain(&mut self, bulk: &[u8], out: &mut Finds) {
         let mut counted = 0;
         let mut line = 0;
-        let (matcher, long) = (&self.matcher, &mut self.caches_long);
+        let (matcher, long, memo) = (&self.matcher, &mut self.caches_long, &mut self.memo);
         let caches = self.caches.get_or_insert_with(|| matcher.caches());
         for (r, rank) in matcher.lines(bulk, caches) {
             line += bytecount::count(&bulk[counted..r.start], b'\n') as u64;
@@ -396,7 +399,7 @@ impl Finder {
                 judged: text.len(),
                 line,
                 rank,
-                shape: shape::ranked(text, rank),
+                shape: memo.ranked(text, rank),
             });
         }
         out.newlines = line + bytecount::count(&bulk[counted..], b'\n') as u64;
@@ -411,7 +414,7 @@ impl Finder {
         let mut line = 0;
         // The raw cursor: the start of raw line `raw_line`.
         let (mut raw_pos, mut raw_line) = (0usize, 0);
-        let (matcher, long) = (&self.matcher, &mut self.caches_long);
+        let (matcher, long, memo) = (&self.matcher, &mut self.caches_long, &mut self.memo);
         let caches = self.caches.get_or_insert_with(|| matcher.caches());
         for (r, rank) in matcher.lines(&buf, caches) {
             line += bytecount::count(&buf[counted..r.start], b'\n') as u64;
@@ -432,11 +435,11 @@ impl Finder {
                 strip(&text[..LINE_CAP], &mut cut);
                 let long = long.get_or_insert_with(|| matcher.caches());
                 match matcher.line_rank(&cut, long) {
-                    Some(rank) => (LINE_CAP, rank, shape::ranked(&cut, rank)),
+                    Some(rank) => (LINE_CAP, rank, memo.ranked(&cut, rank)),
                     None => continue,
                 }
             } else {
-                (text.len(), rank, shape::ranked(&buf[r], rank))
+                (text.len(), rank, memo.ranked(&buf[r], rank))
             };
             out.hits.push(Found {
                 start: raw_pos,

@@ -22,16 +22,116 @@
 /// The shape key of `line` (escape sequences already removed) as a line
 /// of `rank`: lines of different ranks are never one shape.
 pub(crate) fn ranked(line: &[u8], rank: crate::salient::SalientRank) -> u64 {
-    let mut h = Hasher(0);
+    ranked_and_digits(line, rank).0
+}
+
+/// [`ranked`], and whether a digit of `line` went into the key as it is
+/// (in an error code or a quoted key): otherwise the key depends on where
+/// the digits are, never on which they are.
+fn ranked_and_digits(line: &[u8], rank: crate::salient::SalientRank) -> (u64, bool) {
+    let mut h = Hasher(0, false);
     h.push(rank as u8);
     into(line, &mut h);
-    h.0
+    (h.0, h.1)
+}
+
+/// Shapes of the lines a scan judged lately, by their skeleton: the line
+/// with each digit made `0`. Every choice the shape makes reads a digit
+/// as a digit, whichever it is, so two lines of one skeleton have one
+/// shape, unless a digit went into the key as it is (an error code such as
+/// `E0308`, a quoted key), and such a line is not remembered. The
+/// skeleton is made a word of eight bytes at a time, far cheaper than the
+/// shape; in a flood of one message's lines most are found here.
+pub(crate) struct Memo {
+    slots: Vec<Slot>,
+    skeleton: Vec<u8>,
+}
+
+#[derive(Default)]
+struct Slot {
+    rank: Option<crate::salient::SalientRank>,
+    skeleton: Vec<u8>,
+    shape: u64,
+}
+
+/// Slots in a memo (a power of two): a line's slot is chosen by its
+/// skeleton's hash; a line of another skeleton takes it over.
+const MEMO_SLOTS: usize = 512;
+
+/// Longer lines are shaped each time: few lines are, and their skeletons
+/// would take the memo's memory.
+const MEMO_LINE: usize = 192;
+
+impl Memo {
+    pub(crate) fn new() -> Memo {
+        Memo {
+            slots: Vec::new(),
+            skeleton: Vec::with_capacity(MEMO_LINE),
+        }
+    }
+
+    /// [`ranked`], from the memo when a line of the same skeleton and rank
+    /// was shaped lately.
+    pub(crate) fn ranked(&mut self, line: &[u8], rank: crate::salient::SalientRank) -> u64 {
+        if line.len() > MEMO_LINE {
+            return ranked(line, rank);
+        }
+        if self.slots.is_empty() {
+            self.slots.resize_with(MEMO_SLOTS, Slot::default);
+        }
+        let hash = skeleton(line, &mut self.skeleton) ^ rank as u64;
+        let slot = &mut self.slots[(hash as usize) & (MEMO_SLOTS - 1)];
+        if slot.rank == Some(rank) && slot.skeleton == self.skeleton {
+            return slot.shape;
+        }
+        let (shape, digits) = ranked_and_digits(line, rank);
+        if !digits {
+            slot.rank = Some(rank);
+            slot.skeleton.clear();
+            slot.skeleton.extend_from_slice(&self.skeleton);
+            slot.shape = shape;
+        }
+        shape
+    }
+}
+
+/// Writes `line` with each digit made `0` into `out`, and gives its hash.
+fn skeleton(line: &[u8], out: &mut Vec<u8>) -> u64 {
+    const LOW: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    out.clear();
+    let mut h = 0u64;
+    let mut chunks = line.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        let x = u64::from_le_bytes(w);
+        // Per byte, exactly: its low seven bits at least `0`, not past `9`,
+        // and its high bit clear (no sum carries into the next byte).
+        let y = x & LOW;
+        let at_least_0 = y.wrapping_add(ONES * (0x80 - 0x30)) & HIGH;
+        let past_9 = y.wrapping_add(ONES * (0x80 - 0x3A)) & HIGH;
+        let digits = at_least_0 & !past_9 & !x & HIGH;
+        let bytes = (digits >> 7) * 0xFF;
+        let s = (x & !bytes) | ((ONES * u64::from(b'0')) & bytes);
+        out.extend_from_slice(&s.to_le_bytes());
+        h = (h.rotate_left(5) ^ s).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    let mut last = [0u8; 8];
+    for (i, &b) in chunks.remainder().iter().enumerate() {
+        last[i] = if b.is_ascii_digit() { b'0' } else { b };
+    }
+    let rest = chunks.remainder().len();
+    out.extend_from_slice(&last[..rest]);
+    let tail = u64::from_le_bytes(last) ^ ((rest as u64) << 59);
+    (h.rotate_left(5) ^ tail).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
 }
 
 /// The shape key of `line`.
 #[cfg(test)]
 pub(crate) fn key(line: &[u8]) -> u64 {
-    let mut h = Hasher(0);
+    let mut h = Hasher(0, false);
     into(line, &mut h);
     h.0
 }
@@ -63,6 +163,7 @@ fn into(line: &[u8], h: &mut Hasher) {
                     // A key (`"level":`): part of the line's form.
                     h.push(b'K');
                     h.extend(inside);
+                    h.1 |= inside.iter().any(u8::is_ascii_digit);
                 } else if inside.iter().any(|&b| CLASS[usize::from(b)] == SPACE) {
                     // A message (`"msg": "disk full"`): read as a line.
                     h.push(b'M');
@@ -242,6 +343,7 @@ fn word(w: &[u8], codes: bool, h: &mut Hasher) {
         && w[caps..].iter().all(u8::is_ascii_digit)
     {
         h.extend(w);
+        h.1 = true;
         return;
     }
     if w.len() >= 4 && w.iter().all(u8::is_ascii_hexdigit) {
@@ -264,8 +366,8 @@ fn word(w: &[u8], codes: bool, h: &mut Hasher) {
 }
 
 /// A 64-bit multiplicative hash, one byte at a time (the shape's bytes are
-/// never kept, only this).
-struct Hasher(u64);
+/// never kept, only this), and whether a digit went into it as it is.
+struct Hasher(u64, bool);
 
 impl Hasher {
     #[inline]
@@ -297,6 +399,92 @@ impl Hasher {
 #[cfg(test)]
 mod tests {
     use super::key;
+    use crate::salient::SalientRank;
+    use proptest::prelude::*;
+
+    /// The skeleton a word at a time is the line with each digit made `0`,
+    /// for every byte in every place of a word and in the last bytes.
+    #[test]
+    fn the_skeleton_makes_each_digit_0() {
+        let mut out = Vec::new();
+        for len in [1, 7, 8, 9, 16, 23] {
+            for at in 0..len {
+                for b in 0..=255u8 {
+                    let mut line = vec![b'x'; len];
+                    line[at] = b;
+                    super::skeleton(&line, &mut out);
+                    let want: Vec<u8> = line
+                        .iter()
+                        .map(|&c| if c.is_ascii_digit() { b'0' } else { c })
+                        .collect();
+                    assert_eq!(out, want, "byte {b} at {at} of {len}");
+                }
+            }
+        }
+        let (a, b) = (
+            super::skeleton(b"ab1", &mut out),
+            super::skeleton(b"ab1\0", &mut out),
+        );
+        assert_ne!(a, b, "the length counts");
+    }
+
+    proptest! {
+        /// The memo gives every line the shape it has, whatever lines of
+        /// the same skeleton (their digits changed) came before it.
+        #[test]
+        fn the_memo_gives_each_line_its_shape(
+            lines in proptest::collection::vec(
+                (
+                    proptest::collection::vec(
+                        prop_oneof![
+                            Just(" ".to_owned()), Just("\"".to_owned()), Just("'".to_owned()),
+                            Just("/".to_owned()), Just(":".to_owned()), Just("-".to_owned()),
+                            Just(".".to_owned()), Just("\"p9\":".to_owned()),
+                            Just("E0308".to_owned()), Just("TS2304".to_owned()),
+                            "[0-9]{1,4}", "[a-f0-9]{3,6}", "[A-Z]{1,4}[0-9]{0,3}", "[a-z]{1,5}",
+                        ],
+                        0..16,
+                    ),
+                    any::<u64>(),
+                    0..3u8,
+                ),
+                1..24,
+            )
+        ) {
+            let mut memo = super::Memo::new();
+            for (parts, seed, rank) in lines {
+                let rank = [SalientRank::Word, SalientRank::Warning, SalientRank::Error][rank as usize];
+                let line = parts.concat();
+                // The line, then the line with its digits changed.
+                let mut other = line.clone().into_bytes();
+                let mut x = seed;
+                for b in other.iter_mut().filter(|b| b.is_ascii_digit()) {
+                    x = x.rotate_left(7) ^ 0x9E37_79B9_7F4A_7C15;
+                    *b = b'0' + (x % 10) as u8;
+                }
+                for l in [line.as_bytes(), &other[..]] {
+                    prop_assert_eq!(memo.ranked(l, rank), super::ranked(l, rank), "{:?}", String::from_utf8_lossy(l));
+                }
+            }
+        }
+    }
+
+    /// Lines of one message with other numbers are found in the memo; an
+    /// error code or a quoted key with digits is not remembered, since its
+    /// digits are part of the shape.
+    #[test]
+    fn a_flood_is_shaped_from_the_memo() {
+        let mut memo = super::Memo::new();
+        let r = SalientRank::Error;
+        let a = memo.ranked(b"2026-12-06 ERROR request 123 failed", r);
+        assert_eq!(memo.ranked(b"2026-12-07 ERROR request 456 failed", r), a);
+        let code = memo.ranked(b"error[E0308]: mismatched types", r);
+        let other = memo.ranked(b"error[E0425]: mismatched types", r);
+        assert_ne!(code, other);
+        assert_eq!(other, super::ranked(b"error[E0425]: mismatched types", r));
+        let key = memo.ranked(br#"{"p95":1,"msg":"slow"}"#, r);
+        assert_ne!(key, memo.ranked(br#"{"p99":1,"msg":"slow"}"#, r));
+    }
 
     fn same(a: &str, b: &str) {
         assert_eq!(key(a.as_bytes()), key(b.as_bytes()), "{a:?} vs {b:?}");
