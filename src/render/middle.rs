@@ -7,7 +7,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use super::collect::MiddleLines;
 use crate::preview::escape_len;
-use crate::salient::{shape, Caches, Candidate, Group, Matcher, SalientRank};
+use crate::salient::{Caches, Candidate, Group, LinesAt, Matcher, SalientRank};
 
 /// `src` without its escape sequences (as the preview's cut rules read
 /// them), so that a colour code does not glue itself to a word the
@@ -316,8 +316,6 @@ pub(crate) struct Finder {
     caches_long: Option<Caches>,
     /// The lines' text without escape sequences.
     stripped: Vec<u8>,
-    /// The shapes of the lines judged lately.
-    memo: shape::Memo,
 }
 
 impl Drop for Finder {
@@ -338,7 +336,6 @@ impl Finder {
             caches_long: None,
             matcher,
             stripped: Vec::new(),
-            memo: shape::Memo::new(),
         }
     }
 
@@ -358,7 +355,7 @@ impl Finder {
         };
         let caches = self.caches.get_or_insert_with(|| self.matcher.caches());
         let rank = self.matcher.line_rank(text, caches)?;
-        Some((rank, self.memo.ranked(text, rank)))
+        Some((rank, self.matcher.shape(text, rank, caches)))
     }
 
     /// The matched lines of `bulk`, whole lines from a line's start.
@@ -376,22 +373,26 @@ impl Finder {
     fn find_plain(&mut self, bulk: &[u8], out: &mut Finds) {
         let mut counted = 0;
         let mut line = 0;
-        let (matcher, long, memo) = (&self.matcher, &mut self.caches_long, &mut self.memo);
+        let (matcher, long) = (&self.matcher, &mut self.caches_long);
         let caches = self.caches.get_or_insert_with(|| matcher.caches());
-        for (r, rank) in matcher.lines(bulk, caches) {
+        let mut at = LinesAt::default();
+        while let Some((r, rank)) = matcher.next_line(bulk, &mut at, caches) {
             line += bytecount::count(&bulk[counted..r.start], b'\n') as u64;
             counted = r.start;
             let text = &bulk[r.clone()];
             // A long line is judged by its first LINE_CAP bytes, as when a
             // chunk cuts it.
-            let (text, rank) = if text.len() > LINE_CAP {
+            let (text, rank, shape) = if text.len() > LINE_CAP {
                 let long = long.get_or_insert_with(|| matcher.caches());
                 match matcher.line_rank(&text[..LINE_CAP], long) {
-                    Some(rank) => (&text[..LINE_CAP], rank),
+                    Some(rank) => {
+                        let cut = &text[..LINE_CAP];
+                        (cut, rank, matcher.shape(cut, rank, long))
+                    }
                     None => continue,
                 }
             } else {
-                (text, rank)
+                (text, rank, matcher.shape(text, rank, caches))
             };
             out.hits.push(Found {
                 start: r.start,
@@ -399,7 +400,7 @@ impl Finder {
                 judged: text.len(),
                 line,
                 rank,
-                shape: memo.ranked(text, rank),
+                shape,
             });
         }
         out.newlines = line + bytecount::count(&bulk[counted..], b'\n') as u64;
@@ -414,9 +415,10 @@ impl Finder {
         let mut line = 0;
         // The raw cursor: the start of raw line `raw_line`.
         let (mut raw_pos, mut raw_line) = (0usize, 0);
-        let (matcher, long, memo) = (&self.matcher, &mut self.caches_long, &mut self.memo);
+        let (matcher, long) = (&self.matcher, &mut self.caches_long);
         let caches = self.caches.get_or_insert_with(|| matcher.caches());
-        for (r, rank) in matcher.lines(&buf, caches) {
+        let mut at = LinesAt::default();
+        while let Some((r, rank)) = matcher.next_line(&buf, &mut at, caches) {
             line += bytecount::count(&buf[counted..r.start], b'\n') as u64;
             counted = r.start;
             while raw_line < line {
@@ -435,11 +437,11 @@ impl Finder {
                 strip(&text[..LINE_CAP], &mut cut);
                 let long = long.get_or_insert_with(|| matcher.caches());
                 match matcher.line_rank(&cut, long) {
-                    Some(rank) => (LINE_CAP, rank, memo.ranked(&cut, rank)),
+                    Some(rank) => (LINE_CAP, rank, matcher.shape(&cut, rank, long)),
                     None => continue,
                 }
             } else {
-                (text.len(), rank, memo.ranked(&buf[r], rank))
+                (text.len(), rank, matcher.shape(&buf[r], rank, caches))
             };
             out.hits.push(Found {
                 start: raw_pos,

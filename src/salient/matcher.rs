@@ -354,7 +354,7 @@ impl Matcher {
     }
 
     /// The first line at or after `pos` (a line start) that matches, and
-    /// the rank of the pattern of its first match.
+    /// its rank.
     fn find(
         &self,
         text: &[u8],
@@ -369,13 +369,23 @@ impl Matcher {
             let start = memchr::memrchr(b'\n', &text[..m.start()]).map_or(0, |i| i + 1);
             let end =
                 memchr::memchr(b'\n', &text[m.start()..]).map_or(text.len(), |i| m.start() + i);
-            return Some((start..end, self.ranks[m.pattern().as_usize()]));
+            let first = self.ranks[m.pattern().as_usize()];
+            return Some((start..end, self.raise(&text[start..end], first, caches)));
         };
         while pos < text.len() {
             let hit = cur.next(pos, || gate.next(text, pos))?;
             let g = hit.at;
             let start = memchr::memrchr(b'\n', &text[pos..g]).map_or(pos, |i| pos + i + 1);
             let end = memchr::memchr(b'\n', &text[g..]).map_or(text.len(), |i| g + i);
+            // A line of a skeleton judged lately ranks as that line did.
+            match caches.memo.rank(&text[start..end]) {
+                Some(Some(rank)) => return Some((start..end, rank)),
+                Some(None) => {
+                    pos = end + 1;
+                    continue;
+                }
+                None => {}
+            }
             // Which pattern matches first needs only the match's end. No
             // literal starts before the gate's first one, so a line whose
             // first is a level's, and which holds no other, can only match
@@ -394,7 +404,9 @@ impl Matcher {
                     .half(&mut caches.all, &input)
                     .map(|m| self.ranks[m.pattern().as_usize()]),
             };
-            if let Some(rank) = found {
+            let rank = found.map(|first| self.raise(&text[start..end], first, caches));
+            caches.memo.remember_rank(rank);
+            if let Some(rank) = rank {
                 return Some((start..end, rank));
             }
             pos = end + 1;
@@ -423,6 +435,22 @@ impl Matcher {
         }
     }
 
+    /// The next line of `text` from `at` that matches (without its `\n`),
+    /// with its rank.
+    pub(crate) fn next_line(
+        &self,
+        text: &[u8],
+        at: &mut LinesAt,
+        caches: &mut Caches,
+    ) -> Option<(Range<usize>, SalientRank)> {
+        if at.pos > text.len() {
+            return None;
+        }
+        let (line, rank) = self.find(text, at.pos, &mut at.cur, caches)?;
+        at.pos = line.end + 1;
+        Some((line, rank))
+    }
+
     /// The ranges of the lines of `text` that match (without their `\n`),
     /// with their ranks.
     pub(crate) fn lines<'a>(
@@ -430,24 +458,28 @@ impl Matcher {
         text: &'a [u8],
         caches: &'a mut Caches,
     ) -> impl Iterator<Item = (Range<usize>, SalientRank)> + 'a {
-        let mut pos = 0;
-        let mut cur = Cursor::default();
-        std::iter::from_fn(move || {
-            if pos > text.len() {
-                return None;
-            }
-            let (line, first) = self.find(text, pos, &mut cur, caches)?;
-            pos = line.end + 1;
-            let rank = self.raise(&text[line.clone()], first, caches);
-            Some((line, rank))
-        })
+        let mut at = LinesAt::default();
+        std::iter::from_fn(move || self.next_line(text, &mut at, caches))
     }
 
     /// The rank of one line, if it matches.
     pub(crate) fn line_rank(&self, line: &[u8], caches: &mut Caches) -> Option<SalientRank> {
-        let (_, first) = self.find(line, 0, &mut Cursor::default(), caches)?;
-        Some(self.raise(line, first, caches))
+        Some(self.find(line, 0, &mut Cursor::default(), caches)?.1)
     }
+
+    /// The shape key of a line of `rank` (escape sequences removed), from
+    /// the shapes of the lines judged lately when it can be.
+    pub(crate) fn shape(&self, line: &[u8], rank: SalientRank, caches: &mut Caches) -> u64 {
+        caches.memo.ranked(line, rank)
+    }
+}
+
+/// Where a search for the lines that match got to
+/// ([`Matcher::next_line`]).
+#[derive(Default)]
+pub(crate) struct LinesAt {
+    pos: usize,
+    cur: Cursor,
 }
 
 /// The most [`WEAK`] literals a line may hold to be searched for levels
@@ -530,13 +562,15 @@ fn level_rank(
 }
 
 /// A [`Matcher`]'s search state ([`Matcher::caches`]): each search's,
-/// made when it is first used.
+/// made when it is first used, and the ranks and shapes of the lines it
+/// judged lately.
 #[derive(Debug, Default)]
 pub(crate) struct Caches {
     all: Option<meta::Cache>,
     errors: Option<meta::Cache>,
     warnings: Option<meta::Cache>,
     levels: Option<meta::Cache>,
+    memo: super::shape::Memo,
 }
 
 /// How a pattern is read: `^` and `$` at line ends.

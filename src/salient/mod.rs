@@ -14,7 +14,7 @@ mod patterns;
 pub(crate) mod shape;
 
 pub(crate) use candidate::{Candidate, Group};
-pub(crate) use matcher::{Caches, Matcher};
+pub(crate) use matcher::{Caches, LinesAt, Matcher};
 pub(crate) use patterns::one_line;
 pub use patterns::{SalientError, SalientPattern, SalientPatterns, DEFAULT_SALIENT};
 
@@ -288,6 +288,42 @@ mod tests {
         assert_eq!(a, b);
     }
 
+    proptest::proptest! {
+        /// A search that remembers the ranks of the lines it judged
+        /// ranks every line as every pattern does, whatever lines of the
+        /// same skeleton (other digits) came before it.
+        #[test]
+        fn remembered_ranks_are_the_ranks(
+            picks in proptest::collection::vec(
+                (0..FRAGMENTS.len(), 0..FRAGMENTS.len(), proptest::prelude::any::<u64>()),
+                1..40,
+            )
+        ) {
+            let gated = SalientPatterns::default().matcher().unwrap();
+            let plain = SalientPatterns::new(built_in()).unwrap().matcher().unwrap();
+            let mut kept = gated.caches();
+            for (a, b, seed) in picks {
+                let mut line = format!("{} 12 {} 0x3f 7", FRAGMENTS[a], FRAGMENTS[b]).into_bytes();
+                for pass in 0..2u64 {
+                    if pass == 1 {
+                        let mut x = seed;
+                        for c in line.iter_mut().filter(|c| c.is_ascii_digit()) {
+                            x = x.rotate_left(9) ^ 0x9E37_79B9_7F4A_7C15;
+                            *c = b'0' + (x % 10) as u8;
+                        }
+                    }
+                    let want = plain.line_rank(&line, &mut plain.caches());
+                    proptest::prop_assert_eq!(
+                        gated.line_rank(&line, &mut kept),
+                        want,
+                        "{:?}",
+                        String::from_utf8_lossy(&line)
+                    );
+                }
+            }
+        }
+    }
+
     /// A line whose only gate literals name a level is searched with the
     /// level patterns alone: it ranks as every pattern ranks it, whatever
     /// else it holds.
@@ -358,6 +394,73 @@ mod tests {
         let b: Vec<_> = gated.lines(text.as_bytes(), &mut gated.caches()).collect();
         assert_eq!(a, b);
         assert!(a.len() >= 8, "{a:?}");
+    }
+
+    /// The memo of a gated search ranks a line without `"` as every line
+    /// of its skeleton (its digits made `0`): every built-in pattern reads
+    /// a digit as a digit (its literals hold none, and a class holds all
+    /// ten or none), but the JSON levels' `50`, `60` and `40`, which only
+    /// match after a `"`.
+    #[test]
+    fn the_built_in_patterns_read_digits_as_digits() {
+        use regex_syntax::hir::{Class, Hir, HirKind};
+        fn reads_digits(h: &Hir) -> bool {
+            match h.kind() {
+                HirKind::Literal(l) => l.0.iter().any(u8::is_ascii_digit),
+                HirKind::Class(Class::Unicode(c)) => {
+                    let holds = |d: char| c.ranges().iter().any(|r| r.start() <= d && d <= r.end());
+                    let n = ('0'..='9').filter(|&d| holds(d)).count();
+                    n != 0 && n != 10
+                }
+                HirKind::Class(Class::Bytes(c)) => {
+                    let holds = |d: u8| c.ranges().iter().any(|r| r.start() <= d && d <= r.end());
+                    let n = (b'0'..=b'9').filter(|&d| holds(d)).count();
+                    n != 0 && n != 10
+                }
+                HirKind::Repetition(r) => reads_digits(&r.sub),
+                HirKind::Capture(c) => reads_digits(&c.sub),
+                HirKind::Concat(hs) | HirKind::Alternation(hs) => hs.iter().any(reads_digits),
+                HirKind::Empty | HirKind::Look(_) => false,
+            }
+        }
+        let mut reading = Vec::new();
+        for (_, p) in DEFAULT_SALIENT {
+            let hir = regex_syntax::ParserBuilder::new()
+                .multi_line(true)
+                .build()
+                .parse(p)
+                .unwrap();
+            if reads_digits(&hir) {
+                reading.push(*p);
+            }
+        }
+        assert_eq!(reading.len(), 2, "{reading:?}");
+        for p in reading {
+            assert!(p.starts_with("\"(?:level|lvl|severity)\""), "{p}");
+        }
+        // And the memo at work: lines of one skeleton, one rank.
+        let m = SalientPatterns::default().matcher().unwrap();
+        let mut caches = m.caches();
+        for (a, b) in [
+            ("not ok 3 - parses", "not ok 7 - parses"),
+            (
+                "12-05 03:14:42.123  1234  5678 E Tag: x",
+                "11-04 01:10:40.000  9999  1111 E Tag: x",
+            ),
+            ("make[2]: *** [all] Error 1", "make[9]: *** [all] Error 7"),
+            ("a.ts(3,5): error TS2304: x", "a.ts(1,1): error TS9999: x"),
+        ] {
+            let first = m.line_rank(a.as_bytes(), &mut caches);
+            assert!(first.is_some(), "{a}");
+            assert_eq!(m.line_rank(b.as_bytes(), &mut caches), first, "{b}");
+        }
+        for (a, b) in [
+            (r#"{"level":50,"msg":"x"}"#, r#"{"level":30,"msg":"x"}"#),
+            (r#"{"level":40}"#, r#"{"level":10}"#),
+        ] {
+            assert!(m.line_rank(a.as_bytes(), &mut caches).is_some(), "{a}");
+            assert_eq!(m.line_rank(b.as_bytes(), &mut caches), None, "{b}");
+        }
     }
 
     /// The built-in searches are compiled when a line first needs them,

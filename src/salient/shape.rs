@@ -35,61 +35,140 @@ fn ranked_and_digits(line: &[u8], rank: crate::salient::SalientRank) -> (u64, bo
     (h.0, h.1)
 }
 
-/// Shapes of the lines a scan judged lately, by their skeleton: the line
-/// with each digit made `0`. Every choice the shape makes reads a digit
-/// as a digit, whichever it is, so two lines of one skeleton have one
-/// shape, unless a digit went into the key as it is (an error code such as
-/// `E0308`, a quoted key), and such a line is not remembered. The
-/// skeleton is made a word of eight bytes at a time, far cheaper than the
-/// shape; in a flood of one message's lines most are found here.
+/// The ranks and shapes of the lines a scan judged lately, by their
+/// skeleton: the line with each digit made `0`, made a word of eight bytes
+/// at a time, far cheaper than a search or a shape. In a flood of one
+/// message's lines most are found here.
+///
+/// A shape reads a digit as a digit, whichever it is, so two lines of one
+/// skeleton and rank have one shape, unless a digit went into it as it is
+/// (an error code such as `E0308`, a quoted key), and such a shape is not
+/// remembered. The built-in patterns read a digit as a digit too (a class
+/// of all ten, or none of them), except the JSON levels' `50`, `60` and
+/// `40`, which follow a quote: a line without `"` ranks as every line of
+/// its skeleton (`the_built_in_patterns_read_digits_as_digits` checks
+/// it), and only such a line's rank is remembered, and only by the gated
+/// built-in search.
+#[derive(Debug, Default)]
 pub(crate) struct Memo {
     slots: Vec<Slot>,
     skeleton: Vec<u8>,
+    /// The slot of the line [`rank`](Self::rank) looked up last, by where
+    /// its bytes are.
+    last: Option<Last>,
 }
 
-#[derive(Default)]
+#[derive(Clone, Copy, Debug)]
+struct Last {
+    at: usize,
+    len: usize,
+    slot: usize,
+}
+
+#[derive(Debug, Default)]
 struct Slot {
-    rank: Option<crate::salient::SalientRank>,
     skeleton: Vec<u8>,
-    shape: u64,
+    /// Whether `skeleton` is a line's (a slot starts empty).
+    used: bool,
+    /// The rank of its lines: `Some(None)` when they do not match.
+    rank: Option<Option<crate::salient::SalientRank>>,
+    /// Its lines' shapes, by rank.
+    shapes: [Option<u64>; 3],
 }
 
 /// Slots in a memo (a power of two): a line's slot is chosen by its
 /// skeleton's hash; a line of another skeleton takes it over.
 const MEMO_SLOTS: usize = 512;
 
-/// Longer lines are shaped each time: few lines are, and their skeletons
-/// would take the memo's memory.
+/// Longer lines are judged and shaped each time: few lines are, and their
+/// skeletons would take the memo's memory.
 const MEMO_LINE: usize = 192;
 
 impl Memo {
-    pub(crate) fn new() -> Memo {
-        Memo {
-            slots: Vec::new(),
-            skeleton: Vec::with_capacity(MEMO_LINE),
+    /// The slot of `line`'s skeleton, left in `self.skeleton`; `None` for
+    /// a line too long to remember. With `again`, the line the last
+    /// [`rank`](Self::rank) looked up (the same bytes in the same place:
+    /// nothing was read in between) is not made a skeleton again.
+    fn slot(&mut self, line: &[u8], again: bool) -> Option<usize> {
+        if line.len() > MEMO_LINE {
+            self.last = None;
+            return None;
+        }
+        let at = line.as_ptr() as usize;
+        if let Some(l) = self
+            .last
+            .filter(|l| again && l.at == at && l.len == line.len())
+        {
+            return Some(l.slot);
+        }
+        if self.slots.is_empty() {
+            self.slots.resize_with(MEMO_SLOTS, Slot::default);
+        }
+        let slot = (skeleton(line, &mut self.skeleton) as usize) & (MEMO_SLOTS - 1);
+        self.last = Some(Last {
+            at,
+            len: line.len(),
+            slot,
+        });
+        Some(slot)
+    }
+
+    /// The slot of the line looked up last, made its skeleton's.
+    fn claim(&mut self, slot: usize) -> &mut Slot {
+        let s = &mut self.slots[slot];
+        if !s.used || s.skeleton != self.skeleton {
+            s.skeleton.clear();
+            s.skeleton.extend_from_slice(&self.skeleton);
+            s.used = true;
+            s.rank = None;
+            s.shapes = [None; 3];
+        }
+        s
+    }
+
+    /// The rank remembered for `line`'s skeleton: `Some(None)` when such
+    /// a line does not match, `None` when it is not known.
+    pub(crate) fn rank(&mut self, line: &[u8]) -> Option<Option<crate::salient::SalientRank>> {
+        if memchr::memchr(b'"', line).is_some() {
+            // Its rank may read its digits (a JSON level).
+            self.last = None;
+            return None;
+        }
+        let slot = self.slot(line, false)?;
+        let s = &self.slots[slot];
+        if s.used && s.skeleton == self.skeleton {
+            s.rank
+        } else {
+            None
+        }
+    }
+
+    /// Remembers the rank of the line [`rank`](Self::rank) looked up last,
+    /// if its rank may be remembered.
+    pub(crate) fn remember_rank(&mut self, rank: Option<crate::salient::SalientRank>) {
+        if let Some(l) = self.last {
+            self.claim(l.slot).rank = Some(rank);
         }
     }
 
     /// [`ranked`], from the memo when a line of the same skeleton and rank
     /// was shaped lately.
     pub(crate) fn ranked(&mut self, line: &[u8], rank: crate::salient::SalientRank) -> u64 {
-        if line.len() > MEMO_LINE {
+        let slot = self.slot(line, true);
+        // What comes next may be other bytes in the same place.
+        self.last = None;
+        let Some(slot) = slot else {
             return ranked(line, rank);
-        }
-        if self.slots.is_empty() {
-            self.slots.resize_with(MEMO_SLOTS, Slot::default);
-        }
-        let hash = skeleton(line, &mut self.skeleton) ^ rank as u64;
-        let slot = &mut self.slots[(hash as usize) & (MEMO_SLOTS - 1)];
-        if slot.rank == Some(rank) && slot.skeleton == self.skeleton {
-            return slot.shape;
+        };
+        let s = &self.slots[slot];
+        if s.used && s.skeleton == self.skeleton {
+            if let Some(shape) = s.shapes[rank as usize] {
+                return shape;
+            }
         }
         let (shape, digits) = ranked_and_digits(line, rank);
         if !digits {
-            slot.rank = Some(rank);
-            slot.skeleton.clear();
-            slot.skeleton.extend_from_slice(&self.skeleton);
-            slot.shape = shape;
+            self.claim(slot).shapes[rank as usize] = Some(shape);
         }
         shape
     }
@@ -451,7 +530,7 @@ mod tests {
                 1..24,
             )
         ) {
-            let mut memo = super::Memo::new();
+            let mut memo = super::Memo::default();
             for (parts, seed, rank) in lines {
                 let rank = [SalientRank::Word, SalientRank::Warning, SalientRank::Error][rank as usize];
                 let line = parts.concat();
@@ -474,7 +553,7 @@ mod tests {
     /// digits are part of the shape.
     #[test]
     fn a_flood_is_shaped_from_the_memo() {
-        let mut memo = super::Memo::new();
+        let mut memo = super::Memo::default();
         let r = SalientRank::Error;
         let a = memo.ranked(b"2026-12-06 ERROR request 123 failed", r);
         assert_eq!(memo.ranked(b"2026-12-07 ERROR request 456 failed", r), a);
