@@ -346,7 +346,10 @@ impl Matcher {
     }
 
     /// Keeps `caches` (from [`caches`](Self::caches)) for the next searcher.
-    pub(crate) fn give_back(&self, caches: Caches) {
+    pub(crate) fn give_back(&self, mut caches: Caches) {
+        // The next searcher's text is another: what it remembers of the
+        // last line it looked up, by where that line was, no longer holds.
+        caches.memo.forget_last();
         let mut spare = self.spare.lock().unwrap_or_else(|e| e.into_inner());
         if spare.len() < SPARE_CACHES {
             spare.push(caches);

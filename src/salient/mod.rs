@@ -463,6 +463,24 @@ mod tests {
         }
     }
 
+    /// A search state given back and taken again does not take another
+    /// text's line in the same place for the one it looked up last.
+    #[test]
+    fn a_search_state_given_back_forgets_where_its_last_line_was() {
+        let m = SalientPatterns::default().matcher().unwrap();
+        let mut buf = b"2026-12-06 ERROR disk 3 full".to_vec();
+        let mut caches = m.caches();
+        let rank = m.line_rank(&buf, &mut caches).unwrap();
+        let old = m.shape(&buf, rank, &mut caches);
+        assert_eq!(m.line_rank(&buf, &mut caches), Some(rank));
+        m.give_back(caches);
+        buf.copy_from_slice(b"2026-12-06 ERROR disk 3 gone");
+        let mut caches = m.caches();
+        let new = m.shape(&buf, rank, &mut caches);
+        assert_eq!(new, shape::ranked(&buf, rank));
+        assert_ne!(new, old);
+    }
+
     /// The built-in searches are compiled when a line first needs them,
     /// so they must compile whenever that is.
     #[test]

@@ -126,6 +126,11 @@ impl Memo {
         s
     }
 
+    /// Forgets which line was looked up last (its bytes may be gone).
+    pub(crate) fn forget_last(&mut self) {
+        self.last = None;
+    }
+
     /// The rank remembered for `line`'s skeleton: `Some(None)` when such
     /// a line does not match, `None` when it is not known.
     pub(crate) fn rank(&mut self, line: &[u8]) -> Option<Option<crate::salient::SalientRank>> {
