@@ -969,6 +969,25 @@ mod tests {
         )
         .unwrap();
         assert_eq!(streamed.content, raw.apply(&input).unwrap().content);
+        // Just over the budget, the common case: the same, streamed in
+        // pieces, in buffers and whole.
+        for len in [4097, 5000, 8192] {
+            let mut input: Vec<u8> = input[..len - 3].to_vec();
+            input.extend_from_slice(b"\0x\n");
+            let whole = sp.apply(&input).unwrap();
+            assert!(whole.content.contains("binary output"), "{len}");
+            let mut stage = sp.stage();
+            for piece in input.chunks(1000) {
+                stage.feed(piece);
+            }
+            assert_eq!(stage.finish().unwrap().content, whole.content, "{len}");
+            let mut stage = sp.stage();
+            for piece in input.chunks(3000) {
+                stage.feed_buf(piece.to_vec());
+            }
+            assert_eq!(stage.finish().unwrap().content, whole.content, "{len}");
+            assert_eq!(raw.apply(&input).unwrap().content, whole.content, "{len}");
+        }
     }
 
     #[test]

@@ -88,7 +88,7 @@ pub(crate) struct RawHit {
 }
 
 impl RawHit {
-    fn set(&mut self, h: &Pending, bytes: &[u8]) {
+    fn set(&mut self, h: &Matched, bytes: &[u8]) {
         self.raw = h.raw;
         self.raw_end = h.raw_end;
         self.line = h.line;
@@ -98,14 +98,21 @@ impl RawHit {
     }
 }
 
-/// A hit still within the window: its bytes are in the arena.
+/// A matched line: where its raw bytes are, its 1-based line, its rank
+/// and its shape.
 #[derive(Clone, Copy, Debug)]
-struct Pending {
+struct Matched {
     raw: u64,
     raw_end: u64,
     line: u64,
     rank: SalientRank,
     shape: u64,
+}
+
+/// A hit still within the window: its bytes are in the arena.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    hit: Matched,
     /// Where its bytes start in the arena, counted from the arena's first
     /// byte ever, and how many.
     at: usize,
@@ -123,16 +130,12 @@ struct Window {
 
 impl Window {
     /// Records a hit: `bytes` are its raw bytes.
-    fn push(&mut self, span: (u64, u64), line: u64, rank: SalientRank, shape: u64, bytes: &[u8]) {
+    fn push(&mut self, hit: Matched, bytes: &[u8]) {
         let bytes = &bytes[..bytes.len().min(KEEP_BYTES)];
         let at = self.arena_base + self.arena.len();
         self.arena.extend_from_slice(bytes);
         self.pending.push_back(Pending {
-            raw: span.0,
-            raw_end: span.1,
-            line,
-            rank,
-            shape,
+            hit,
             at,
             len: bytes.len(),
         });
@@ -141,11 +144,11 @@ impl Window {
     /// Hands over the hits that start before `raw`, oldest first, with
     /// their bytes, and reclaims the arena once most of it is behind the
     /// hits left.
-    fn drain_before(&mut self, raw: u64, mut take: impl FnMut(&Pending, &[u8])) {
-        while let Some(h) = self.pending.front().filter(|h| h.raw < raw).copied() {
+    fn drain_before(&mut self, raw: u64, mut take: impl FnMut(&Matched, &[u8])) {
+        while let Some(h) = self.pending.front().filter(|h| h.hit.raw < raw).copied() {
             self.pending.pop_front();
             let from = h.at - self.arena_base;
-            take(&h, &self.arena[from..from + h.len]);
+            take(&h.hit, &self.arena[from..from + h.len]);
         }
         let live = self
             .pending
@@ -201,7 +204,7 @@ impl Shapes {
         }
     }
 
-    fn add(&mut self, h: &Pending, bytes: &[u8]) {
+    fn add(&mut self, h: &Matched, bytes: &[u8]) {
         self.matched += 1;
         if let Some(&i) = self.index.get(&h.shape) {
             // In place, as `Group::then` would join a group of one: the
@@ -462,7 +465,7 @@ impl Finder {
 /// if it lies between the head and `tail_start`, kept aside if the head's
 /// last byte cuts it.
 fn take(
-    h: &Pending,
+    h: &Matched,
     bytes: &[u8],
     head_end: u64,
     tail_start: u64,
@@ -550,13 +553,7 @@ impl RawScan {
                 Some(nl) => {
                     self.carry.extend_from_slice(&data[..room.min(nl)]);
                     let end = self.at + nl as u64 + 1;
-                    let carry = std::mem::take(&mut self.carry);
-                    if let Some((rank, shape)) = self.finder.judge(&carry) {
-                        let span = (self.carry_start, end);
-                        self.pending
-                            .push(span, self.carry_line, rank, shape, &carry);
-                    }
-                    self.carry = carry;
+                    self.judge_carry(end);
                     self.carry.clear();
                     self.at = end;
                     self.line += 1;
@@ -589,6 +586,21 @@ impl RawScan {
         self.evict();
     }
 
+    /// Judges the carried line, which ends at raw offset `end`, and keeps
+    /// it in the window if it matches.
+    fn judge_carry(&mut self, end: u64) {
+        if let Some((rank, shape)) = self.finder.judge(&self.carry) {
+            let hit = Matched {
+                raw: self.carry_start,
+                raw_end: end,
+                line: self.carry_line,
+                rank,
+                shape,
+            };
+            self.pending.push(hit, &self.carry);
+        }
+    }
+
     /// Records the matched lines of `bulk`, whole lines from the next byte.
     fn record(&mut self, bulk: &[u8], finds: &Finds) {
         // A hit that will be past the window once `bulk` is in can no
@@ -600,23 +612,19 @@ impl RawScan {
             self.evict_before(keep_from);
         }
         for f in &finds.hits {
-            let span = (self.at + f.start as u64, self.at + f.end as u64 + 1);
+            let hit = Matched {
+                raw: self.at + f.start as u64,
+                raw_end: self.at + f.end as u64 + 1,
+                line: self.line + f.line,
+                rank: f.rank,
+                shape: f.shape,
+            };
             let bytes = &bulk[f.start..f.start + f.judged];
-            let line = self.line + f.line;
-            if span.0 >= keep_from {
-                self.pending.push(span, line, f.rank, f.shape, bytes);
+            if hit.raw >= keep_from {
+                self.pending.push(hit, bytes);
             } else if let Some(head_end) = self.head_end {
-                let h = Pending {
-                    raw: span.0,
-                    raw_end: span.1,
-                    line,
-                    rank: f.rank,
-                    shape: f.shape,
-                    at: 0,
-                    len: bytes.len(),
-                };
                 take(
-                    &h,
+                    &hit,
                     bytes,
                     head_end,
                     u64::MAX,
@@ -660,12 +668,7 @@ impl RawScan {
     ) -> MiddleLines {
         self.head_end = Some(head_end);
         if !self.carry.is_empty() {
-            let carry = std::mem::take(&mut self.carry);
-            if let Some((rank, shape)) = self.finder.judge(&carry) {
-                let span = (self.carry_start, self.at);
-                self.pending
-                    .push(span, self.carry_line, rank, shape, &carry);
-            }
+            self.judge_carry(self.at);
         }
         let (shapes, across) = (&mut self.shapes, &mut self.across);
         self.pending.drain_before(u64::MAX, |h, bytes| {

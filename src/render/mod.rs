@@ -118,10 +118,8 @@ impl Renderer {
     /// (The scan may be told the head's end before it is given the bytes
     /// before it: it places its lines by their offsets.)
     pub(crate) fn scan(&mut self, data: &[u8]) {
-        if let Some(s) = self.scan.take() {
-            let mut s = s.maybe_move(self.fed, &self.budget);
+        if let Some(s) = self.moved_scan() {
             s.feed(data);
-            self.scan = Some(s);
         }
         self.fed += data.len() as u64;
     }
@@ -132,17 +130,20 @@ impl Renderer {
     /// stale).
     pub(crate) fn scan_buf(&mut self, buf: Vec<u8>) -> Vec<u8> {
         let len = buf.len() as u64;
-        let back = match self.scan.take() {
-            Some(s) => {
-                let mut s = s.maybe_move(self.fed, &self.budget);
-                let back = s.feed_buf(buf);
-                self.scan = Some(s);
-                back
-            }
+        let back = match self.moved_scan() {
+            Some(s) => s.feed_buf(buf),
             None => buf,
         };
         self.fed += len;
         back
+    }
+
+    /// The scan, moved to its thread first once the stream is long enough.
+    fn moved_scan(&mut self) -> Option<&mut Scan> {
+        if let Some(s) = self.scan.take() {
+            self.scan = Some(s.maybe_move(self.fed, &self.budget));
+        }
+        self.scan.as_mut()
     }
 
     /// The parts. `window` is the last raw bytes of the stream (all of them

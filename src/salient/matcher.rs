@@ -108,9 +108,10 @@ fn by_rank<'a>(patterns: impl Iterator<Item = &'a SalientPattern>) -> Vec<&'a Sa
 }
 
 /// Patterns in one search, compiled when first used. A compile that fails
-/// (only past the regex crate's size limits: every pattern was checked on
-/// its own, and the search of all of them once, when they were given)
-/// leaves the search without a match.
+/// leaves the search without a match; none does: the built-in patterns are
+/// checked by a test, and a user's were read and their search of them all
+/// compiled when they were given (the searches of a part of them, of one
+/// rank or of the levels, are smaller).
 #[derive(Clone, Debug)]
 struct Search(Arc<SearchInner>);
 
@@ -309,18 +310,23 @@ impl Matcher {
         reused.unwrap_or_default()
     }
 
-    /// How many of its searches are compiled, and how many there are.
+    /// Its searches.
     #[cfg(test)]
-    pub(crate) fn compiled(&self) -> (usize, usize) {
-        let all = [
+    fn searches(&self) -> impl Iterator<Item = &Search> {
+        [
             Some(&self.all),
             self.errors.as_ref(),
             self.warnings.as_ref(),
+            self.levels.as_ref().map(|(l, _)| l),
         ]
         .into_iter()
-        .chain([self.levels.as_ref().map(|(l, _)| l)])
-        .flatten();
-        all.fold((0, 0), |(n, of), s| {
+        .flatten()
+    }
+
+    /// How many of its searches are compiled, and how many there are.
+    #[cfg(test)]
+    pub(crate) fn compiled(&self) -> (usize, usize) {
+        self.searches().fold((0, 0), |(n, of), s| {
             (n + usize::from(s.0.regex.get().is_some()), of + 1)
         })
     }
@@ -328,15 +334,7 @@ impl Matcher {
     /// Compiles every search; whether each compiled.
     #[cfg(test)]
     pub(crate) fn compile_all(&self) -> bool {
-        [
-            Some(&self.all),
-            self.errors.as_ref(),
-            self.warnings.as_ref(),
-        ]
-        .into_iter()
-        .chain([self.levels.as_ref().map(|(l, _)| l)])
-        .flatten()
-        .all(|s| s.regex().is_some())
+        self.searches().all(|s| s.regex().is_some())
     }
 
     /// How many search states wait for reuse.
