@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::collect::MiddleLines;
-use crate::preview::escape_len;
+use crate::preview::{escape_len, MAX_ESCAPE};
 use crate::salient::{Caches, Candidate, Group, LinesAt, Matcher, SalientRank};
 
 /// `src` without its escape sequences (as the preview's cut rules read
@@ -23,9 +23,16 @@ pub(crate) fn strip(src: &[u8], out: &mut Vec<u8>) {
     let n = src.len();
     let mut i = 0;
     while i < n {
-        // Escapes come a few bytes apart in coloured output: a plain loop
-        // finds the next one sooner than a vectorized search's setup.
+        // Escapes come a few bytes apart in coloured output: eight bytes
+        // at a time find the next one sooner than a vectorized search's
+        // setup.
         let start = i;
+        while let Some(w) = src.get(i..i + 8) {
+            if has_esc(w) {
+                break;
+            }
+            i += 8;
+        }
         while i < n && src[i] != 0x1B {
             i += 1;
         }
@@ -34,15 +41,48 @@ pub(crate) fn strip(src: &[u8], out: &mut Vec<u8>) {
             break;
         }
         let j = i;
+        if src.get(j + 1) == Some(&b'[') {
+            // A control sequence (a colour: most escapes), read here as
+            // `escape_len` reads it. Its bytes are printable: it holds no
+            // line end.
+            i = j + csi_len(&src[j..]);
+            continue;
+        }
         let len = escape_len(&src[j..]).unwrap_or(n - j);
         i = j + len.max(1);
-        // Only a string (an OSC title, a DCS) may hold a line end: a
-        // control sequence's bytes are printable.
-        if src.get(j + 1) != Some(&b'[') {
-            let held = bytecount::count(&src[j..i], b'\n');
-            out.resize(out.len() + held, b'\n');
+        // Only a string (an OSC title, a DCS) may hold a line end.
+        let held = bytecount::count(&src[j..i], b'\n');
+        out.resize(out.len() + held, b'\n');
+    }
+}
+
+/// Whether the eight bytes of `w` hold an ESC.
+#[inline]
+fn has_esc(w: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let mut b = [0u8; 8];
+    b.copy_from_slice(w);
+    // A byte of `x` is zero where `w` has an ESC; the lowest such byte
+    // sets its high bit here (others may too, past it).
+    let x = u64::from_le_bytes(b) ^ (ONES * 0x1B);
+    x.wrapping_sub(ONES) & !x & (ONES << 7) != 0
+}
+
+/// The length of the control sequence `s` starts with (`ESC [`), as
+/// [`escape_len`] gives it, or all of `s` (at most [`MAX_ESCAPE`] bytes)
+/// where it has not ended.
+#[inline]
+fn csi_len(s: &[u8]) -> usize {
+    let s = &s[..s.len().min(MAX_ESCAPE)];
+    let mut k = 2;
+    while let Some(&b) = s.get(k) {
+        match b {
+            0x20..=0x3F => k += 1,
+            0x40..=0x7E => return k + 1,
+            _ => return k,
         }
     }
+    s.len()
 }
 
 /// [`strip`] as first written, one vectorized search an escape: the oracle
@@ -699,6 +739,33 @@ mod tests {
     use crate::salient::SalientPatterns;
     use proptest::prelude::*;
 
+    /// Eight bytes hold an ESC exactly when one of them is one, whatever
+    /// the others are.
+    #[test]
+    fn has_esc_finds_an_esc_in_any_place() {
+        for at in 0..8 {
+            for b in 0..=255u8 {
+                for fill in [0u8, 0x1A, 0x1C, 0x9B, 0xFF, b'x'] {
+                    let mut w = [fill; 8];
+                    w[at] = b;
+                    assert_eq!(
+                        has_esc(&w),
+                        w.contains(&0x1B),
+                        "{b:#x} at {at} in {fill:#x}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A control sequence longer than any escape is read to be.
+    static LONG_CSI: [u8; 302] = {
+        let mut s = [b';'; 302];
+        s[0] = 0x1B;
+        s[1] = b'[';
+        s
+    };
+
     proptest! {
         /// Text of escapes of every kind, cut anywhere, with line ends
         /// inside strings and between them, strips as the search for each
@@ -712,6 +779,7 @@ mod tests {
                     Just(&b"\x1b(B"[..]), Just(&b"\x1b"[..]), Just(&b"\x1b["[..]),
                     Just(&b"\n"[..]), Just(&b"warning: x"[..]), Just(&b"\r"[..]),
                     Just(&b"\x1b]8;;\x1b\\"[..]), Just(&b"\x1b[38;5;9\n"[..]),
+                    Just(&LONG_CSI[..]),
                 ],
                 0..40,
             )
