@@ -463,6 +463,46 @@ mod tests {
         }
     }
 
+    /// A line whose rank may read its digits is not remembered, and does
+    /// not change what is remembered of the line looked up before it.
+    #[test]
+    fn a_line_not_remembered_leaves_the_last_ones_rank_alone() {
+        let m = SalientPatterns::default().matcher().unwrap();
+        let mut caches = m.caches();
+        let (a, json, again) = (
+            "warning: unused 3",
+            r#"{"level":50,"msg":"x"}"#,
+            "warning: unused 7",
+        );
+        let first = m.line_rank(a.as_bytes(), &mut caches);
+        assert_eq!(first, Some(SalientRank::Warning));
+        assert_eq!(
+            m.line_rank(json.as_bytes(), &mut caches),
+            Some(SalientRank::Error)
+        );
+        assert_eq!(m.line_rank(again.as_bytes(), &mut caches), first);
+        // And a JSON line whose level is a word is remembered as such.
+        for (line, rank) in [
+            (
+                r#"{"ts":"10:00:01","level":"error","n":1}"#,
+                Some(SalientRank::Error),
+            ),
+            (r#"{"ts":"10:00:02","level":"info","n":2}"#, None),
+            (
+                r#"{"ts":"10:00:03","level":"error","n":3}"#,
+                Some(SalientRank::Error),
+            ),
+            (r#"{"ts":"10:00:04","level":"info","n":4}"#, None),
+            (
+                r#"{"ts":"10:00:05","level" : 50,"n":5}"#,
+                Some(SalientRank::Error),
+            ),
+            (r#"{"ts":"10:00:06","level" : 30,"n":6}"#, None),
+        ] {
+            assert_eq!(m.line_rank(line.as_bytes(), &mut caches), rank, "{line}");
+        }
+    }
+
     /// A search state given back and taken again does not take another
     /// text's line in the same place for the one it looked up last.
     #[test]

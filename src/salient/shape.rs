@@ -52,7 +52,7 @@ fn ranked_and_digits(line: &[u8], rank: crate::salient::SalientRank) -> (u64, bo
 #[derive(Debug, Default)]
 pub(crate) struct Memo {
     slots: Vec<Slot>,
-    skeleton: Vec<u8>,
+    skeleton: Skeleton,
     /// The slot of the line [`rank`](Self::rank) looked up last, by where
     /// its bytes are.
     last: Option<Last>,
@@ -67,7 +67,7 @@ struct Last {
 
 #[derive(Debug, Default)]
 struct Slot {
-    skeleton: Vec<u8>,
+    skeleton: Skeleton,
     /// Whether `skeleton` is a line's (a slot starts empty).
     used: bool,
     /// The rank of its lines: `Some(None)` when they do not match.
@@ -104,7 +104,8 @@ impl Memo {
         if self.slots.is_empty() {
             self.slots.resize_with(MEMO_SLOTS, Slot::default);
         }
-        let slot = (skeleton(line, &mut self.skeleton) as usize) & (MEMO_SLOTS - 1);
+        // The hash's top bits: the ones every word went into.
+        let slot = (self.skeleton.make(line) >> (64 - MEMO_SLOTS.trailing_zeros())) as usize;
         self.last = Some(Last {
             at,
             len: line.len(),
@@ -117,8 +118,7 @@ impl Memo {
     fn claim(&mut self, slot: usize) -> &mut Slot {
         let s = &mut self.slots[slot];
         if !s.used || s.skeleton != self.skeleton {
-            s.skeleton.clear();
-            s.skeleton.extend_from_slice(&self.skeleton);
+            s.skeleton.clone_from(&self.skeleton);
             s.used = true;
             s.rank = None;
             s.shapes = [None; 3];
@@ -179,37 +179,80 @@ impl Memo {
     }
 }
 
-/// Writes `line` with each digit made `0` into `out`, and gives its hash.
-fn skeleton(line: &[u8], out: &mut Vec<u8>) -> u64 {
-    const LOW: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    out.clear();
-    let mut h = 0u64;
-    let mut chunks = line.chunks_exact(8);
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        let x = u64::from_le_bytes(w);
-        // Per byte, exactly: its low seven bits at least `0`, not past `9`,
-        // and its high bit clear (no sum carries into the next byte).
-        let y = x & LOW;
-        let at_least_0 = y.wrapping_add(ONES * (0x80 - 0x30)) & HIGH;
-        let past_9 = y.wrapping_add(ONES * (0x80 - 0x3A)) & HIGH;
-        let digits = at_least_0 & !past_9 & !x & HIGH;
-        let bytes = (digits >> 7) * 0xFF;
-        let s = (x & !bytes) | ((ONES * u64::from(b'0')) & bytes);
-        out.extend_from_slice(&s.to_le_bytes());
-        h = (h.rotate_left(5) ^ s).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+/// A line of at most [`MEMO_LINE`] bytes with each digit made `0`, eight
+/// bytes a word (the last word's unused bytes are zero), and its length.
+#[derive(Clone, Debug)]
+struct Skeleton {
+    words: [u64; SKELETON_WORDS],
+    len: usize,
+}
+
+const SKELETON_WORDS: usize = MEMO_LINE / 8 + 1;
+
+impl Default for Skeleton {
+    fn default() -> Skeleton {
+        Skeleton {
+            words: [0; SKELETON_WORDS],
+            len: 0,
+        }
     }
-    let mut last = [0u8; 8];
-    for (i, &b) in chunks.remainder().iter().enumerate() {
-        last[i] = if b.is_ascii_digit() { b'0' } else { b };
+}
+
+impl PartialEq for Skeleton {
+    fn eq(&self, other: &Skeleton) -> bool {
+        let n = self.len.div_ceil(8);
+        self.len == other.len && self.words[..n] == other.words[..n]
     }
-    let rest = chunks.remainder().len();
-    out.extend_from_slice(&last[..rest]);
-    let tail = u64::from_le_bytes(last) ^ ((rest as u64) << 59);
-    (h.rotate_left(5) ^ tail).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
+}
+
+impl Skeleton {
+    /// Makes this the skeleton of `line` (at most [`MEMO_LINE`] bytes),
+    /// and gives its hash.
+    fn make(&mut self, line: &[u8]) -> u64 {
+        const LOW: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        debug_assert!(line.len() <= MEMO_LINE);
+        self.len = line.len();
+        // A word with each digit made `0`: per byte, exactly, its low seven
+        // bits at least `0` and not past `9`, and its high bit clear (no
+        // sum carries into the next byte).
+        let zeroed = |x: u64| {
+            let y = x & LOW;
+            let at_least_0 = y.wrapping_add(ONES * (0x80 - 0x30)) & HIGH;
+            let past_9 = y.wrapping_add(ONES * (0x80 - 0x3A)) & HIGH;
+            let digits = at_least_0 & !past_9 & !x & HIGH;
+            let bytes = (digits >> 7) * 0xFF;
+            (x & !bytes) | ((ONES * u64::from(b'0')) & bytes)
+        };
+        // Rotated and xored a word at a time, mixed once at the end: the
+        // hash only picks a slot, and the slot's skeleton is compared.
+        let mut h = self.len as u64;
+        let mut chunks = line.chunks_exact(8);
+        let mut words = self.words.iter_mut();
+        for (c, w) in (&mut chunks).zip(&mut words) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            *w = zeroed(u64::from_le_bytes(b));
+            h = h.rotate_left(7) ^ *w;
+        }
+        let rest = chunks.remainder();
+        if let (false, Some(w)) = (rest.is_empty(), words.next()) {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            *w = zeroed(u64::from_le_bytes(b));
+            h = h.rotate_left(7) ^ *w;
+        }
+        (h ^ (h >> 29)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
+    }
+
+    /// Its bytes.
+    #[cfg(test)]
+    fn bytes(&self) -> Vec<u8> {
+        let mut out: Vec<u8> = self.words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        out.truncate(self.len);
+        out
+    }
 }
 
 /// The shape key of `line`.
@@ -490,26 +533,27 @@ mod tests {
     /// for every byte in every place of a word and in the last bytes.
     #[test]
     fn the_skeleton_makes_each_digit_0() {
-        let mut out = Vec::new();
-        for len in [1, 7, 8, 9, 16, 23] {
+        let mut out = super::Skeleton::default();
+        for len in [1, 7, 8, 9, 16, 23, super::MEMO_LINE - 1, super::MEMO_LINE] {
             for at in 0..len {
                 for b in 0..=255u8 {
                     let mut line = vec![b'x'; len];
                     line[at] = b;
-                    super::skeleton(&line, &mut out);
+                    out.make(&line);
                     let want: Vec<u8> = line
                         .iter()
                         .map(|&c| if c.is_ascii_digit() { b'0' } else { c })
                         .collect();
-                    assert_eq!(out, want, "byte {b} at {at} of {len}");
+                    assert_eq!(out.bytes(), want, "byte {b} at {at} of {len}");
                 }
             }
         }
-        let (a, b) = (
-            super::skeleton(b"ab1", &mut out),
-            super::skeleton(b"ab1\0", &mut out),
-        );
-        assert_ne!(a, b, "the length counts");
+        let mut other = super::Skeleton::default();
+        out.make(b"ab1");
+        other.make(b"ab1\0");
+        assert_ne!(out, other, "the length counts");
+        other.make(b"ab7");
+        assert_eq!(out, other);
     }
 
     proptest! {
