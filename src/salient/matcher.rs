@@ -217,28 +217,61 @@ impl Gate {
 }
 
 /// Where a search of the gate got to: its next candidate, and where it
-/// was searched from.
+/// was searched from; and where the last line found to match ends, and
+/// how many lines found to match came one after another up to it.
 #[derive(Default)]
-struct Cursor(Option<(usize, Option<Hit>)>);
+struct Cursor {
+    next: Option<(usize, Option<Hit>)>,
+    matched_end: Option<usize>,
+    run: u32,
+}
 
 impl Cursor {
     /// Remembers that the first literal at or after `from` is `hit`.
     fn set(&mut self, from: usize, hit: Option<Hit>) {
-        self.0 = Some((from, hit));
+        self.next = Some((from, hit));
     }
 
     /// The next candidate at or after `pos`, reusing the last answer while
     /// it still holds.
     fn next(&mut self, pos: usize, search: impl FnOnce() -> Option<Hit>) -> Option<Hit> {
-        match self.0 {
+        match self.next {
             Some((from, Some(hit))) if from <= pos && hit.at >= pos => Some(hit),
             Some((from, None)) if from <= pos => None,
             _ => {
                 let hit = search();
-                self.0 = Some((pos, hit));
+                self.next = Some((pos, hit));
                 hit
             }
         }
+    }
+
+    /// `line` was found to match, with its rank.
+    fn matched(
+        &mut self,
+        line: Range<usize>,
+        rank: SalientRank,
+    ) -> Option<(Range<usize>, SalientRank)> {
+        self.run = if self.right_after(line.start) {
+            self.run.saturating_add(1)
+        } else {
+            1
+        };
+        self.matched_end = Some(line.end);
+        Some((line, rank))
+    }
+
+    /// Whether the line at `pos` comes right after the last line found to
+    /// match.
+    fn right_after(&self, pos: usize) -> bool {
+        self.matched_end.is_some_and(|end| end + 1 == pos)
+    }
+
+    /// Whether the line at `pos` comes right after a run of lines found
+    /// to match (two or more: where one line in two or three matches, the
+    /// gate's search costs less than a lookup of each line).
+    fn in_a_run(&self, pos: usize) -> bool {
+        self.run >= 2 && self.right_after(pos)
     }
 }
 
@@ -374,13 +407,48 @@ impl Matcher {
             return Some((start..end, self.raise(&text[start..end], first, caches)));
         };
         while pos < text.len() {
-            let hit = cur.next(pos, || gate.next(text, pos))?;
+            // Where matched lines come one after another (a flood, a build
+            // log), the line after them is looked up in the memory first,
+            // before a search of the gate, which costs more a call than a
+            // line's skeleton. A line of a skeleton judged lately ranks as
+            // that line did, and one that holds no literal of the gate
+            // (every line of its skeleton holds none: no literal holds a
+            // digit) is remembered not to match.
+            let mut missed = None;
+            if cur.in_a_run(pos) {
+                let end = memchr::memchr(b'\n', &text[pos..]).map_or(text.len(), |i| pos + i);
+                match caches.memo.rank(&text[pos..end]) {
+                    Some(Some(rank)) => return cur.matched(pos..end, rank),
+                    Some(None) => {
+                        pos = end + 1;
+                        continue;
+                    }
+                    None => missed = Some(end),
+                }
+            }
+            let Some(hit) = cur.next(pos, || gate.next(text, pos)) else {
+                if missed.is_some() {
+                    caches.memo.remember_rank(None);
+                }
+                return None;
+            };
             let g = hit.at;
+            if let Some(end) = missed.filter(|&end| g > end) {
+                caches.memo.remember_rank(None);
+                pos = end + 1;
+                continue;
+            }
             let start = memchr::memrchr(b'\n', &text[pos..g]).map_or(pos, |i| pos + i + 1);
             let end = memchr::memchr(b'\n', &text[g..]).map_or(text.len(), |i| g + i);
             // A line of a skeleton judged lately ranks as that line did.
-            match caches.memo.rank(&text[start..end]) {
-                Some(Some(rank)) => return Some((start..end, rank)),
+            let remembered = if missed.is_some() {
+                // Looked up above: the same line.
+                None
+            } else {
+                caches.memo.rank(&text[start..end])
+            };
+            match remembered {
+                Some(Some(rank)) => return cur.matched(start..end, rank),
                 Some(None) => {
                     pos = end + 1;
                     continue;
@@ -408,7 +476,7 @@ impl Matcher {
             let rank = found.map(|first| self.raise(&text[start..end], first, caches));
             caches.memo.remember_rank(rank);
             if let Some(rank) = rank {
-                return Some((start..end, rank));
+                return cur.matched(start..end, rank);
             }
             pos = end + 1;
         }

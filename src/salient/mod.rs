@@ -324,6 +324,48 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// A text's matching lines and ranks are those every pattern finds,
+        /// where matched lines come one after another and are looked up in
+        /// the memory before the gate, and where lines of one skeleton
+        /// (other digits) hold a literal or not.
+        #[test]
+        fn the_lines_of_a_text_are_those_every_pattern_finds(
+            picks in proptest::collection::vec(
+                (0..FRAGMENTS.len() + 3, proptest::prelude::any::<u64>(), 1..4usize),
+                1..60,
+            )
+        ) {
+            let gated = SalientPatterns::default().matcher().unwrap();
+            let plain = SalientPatterns::new(built_in()).unwrap().matcher().unwrap();
+            let mut text = Vec::new();
+            for (pick, seed, times) in picks {
+                let line = match pick.checked_sub(FRAGMENTS.len()) {
+                    None => format!("{} 12 at 0x3f", FRAGMENTS[pick]),
+                    Some(0) => "   Compiling crate-12 v0.1.3".to_string(),
+                    Some(1) => "E/Tag( 12): x".to_string(),
+                    _ => String::new(),
+                };
+                let mut x = seed;
+                for _ in 0..times {
+                    let mut line = line.clone().into_bytes();
+                    for c in line.iter_mut().filter(|c| c.is_ascii_digit()) {
+                        x = x.rotate_left(9) ^ 0x9E37_79B9_7F4A_7C15;
+                        *c = b'0' + (x % 10) as u8;
+                    }
+                    text.extend_from_slice(&line);
+                    text.push(b'\n');
+                }
+            }
+            let want: Vec<_> = plain.lines(&text, &mut plain.caches()).collect();
+            let mut kept = gated.caches();
+            for _ in 0..2 {
+                let got: Vec<_> = gated.lines(&text, &mut kept).collect();
+                proptest::prop_assert_eq!(&got, &want, "{:?}", String::from_utf8_lossy(&text));
+            }
+        }
+    }
+
     /// A line whose only gate literals name a level is searched with the
     /// level patterns alone: it ranks as every pattern ranks it, whatever
     /// else it holds.
