@@ -15,7 +15,8 @@ use super::{one_line, SalientPattern, SalientRank};
 /// with the built-in patterns, only the lines they are in are searched,
 /// and one vectorized search finds them all. Those of three bytes are for
 /// logcat's levels (`… 1234 E tag: `, `E/tag`) and apt's `E: `; a literal
-/// that starts with `\n` also holds at the text's start.
+/// that starts with `\n` also holds at the text's start. None holds a digit
+/// (`no_gate_literal_holds_a_digit`).
 const GATE: &[&str] = &[
     "ERROR",
     "FATAL",
@@ -661,4 +662,17 @@ fn compile(patterns: &[String]) -> Result<meta::Regex, String> {
         .syntax(syntax())
         .build_many(patterns)
         .map_err(|e| one_line(&e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    /// Lines of one skeleton (their digits changed) hold a gate literal
+    /// or none together: the memory of recent lines remembers a line that
+    /// holds none as not matching, for every line of its skeleton.
+    #[test]
+    fn no_gate_literal_holds_a_digit() {
+        for literal in super::GATE {
+            assert!(!literal.bytes().any(|b| b.is_ascii_digit()), "{literal}");
+        }
+    }
 }
