@@ -25,14 +25,56 @@ pub(crate) fn ranked(line: &[u8], rank: crate::salient::SalientRank) -> u64 {
     ranked_and_digits(line, rank).0
 }
 
-/// [`ranked`], and whether a digit of `line` went into the key as it is
-/// (in an error code or a quoted key): otherwise the key depends on where
-/// the digits are, never on which they are.
-fn ranked_and_digits(line: &[u8], rank: crate::salient::SalientRank) -> (u64, bool) {
-    let mut h = Hasher(0, false);
+/// [`ranked`], and the digits of `line` that went into the key as they
+/// are (in an error code or a quoted key): the key depends on which those
+/// digits are, and on where the others are, never on which they are.
+fn ranked_and_digits(line: &[u8], rank: crate::salient::SalientRank) -> (u64, Verbatim) {
+    let mut h = Hasher::new(line);
     h.push(rank as u8);
     into(line, &mut h);
-    (h.0, h.1)
+    (h.key, h.verbatim)
+}
+
+/// Where in a line the digits that went into its shape as they are lie,
+/// and which they are. Lines of one skeleton have them in the same places
+/// (whether a word is an error code, or a quoted value a key, depends on
+/// where a line's digits are, not on which they are), so a line has the
+/// shape remembered for its skeleton if it has the same digits there.
+#[derive(Clone, Copy, Debug, Default)]
+struct Verbatim {
+    at: [u8; MAX_VERBATIM],
+    digit: [u8; MAX_VERBATIM],
+    len: u8,
+    /// More of them than are kept, or past where a place is kept: such a
+    /// shape is not remembered.
+    over: bool,
+}
+
+/// The most verbatim digits a remembered shape may have (an error code
+/// has up to five).
+const MAX_VERBATIM: usize = 8;
+
+impl Verbatim {
+    fn push(&mut self, at: usize, digit: u8) {
+        let n = usize::from(self.len);
+        match u8::try_from(at) {
+            Ok(at) if n < MAX_VERBATIM => {
+                self.at[n] = at;
+                self.digit[n] = digit;
+                self.len += 1;
+            }
+            _ => self.over = true,
+        }
+    }
+
+    /// Whether `line` has these digits in these places.
+    fn holds(&self, line: &[u8]) -> bool {
+        let n = usize::from(self.len);
+        self.at[..n]
+            .iter()
+            .zip(&self.digit[..n])
+            .all(|(&at, &d)| line.get(usize::from(at)) == Some(&d))
+    }
 }
 
 /// The ranks and shapes of the lines a scan judged lately, by their
@@ -42,8 +84,9 @@ fn ranked_and_digits(line: &[u8], rank: crate::salient::SalientRank) -> (u64, bo
 ///
 /// A shape reads a digit as a digit, whichever it is, so two lines of one
 /// skeleton and rank have one shape, unless a digit went into it as it is
-/// (an error code such as `E0308`, a quoted key), and such a shape is not
-/// remembered. The built-in patterns read a digit as a digit too (a class
+/// (an error code such as `E0308`, a quoted key): such a shape is
+/// remembered with those digits ([`Verbatim`]), and holds for a line that
+/// has them too. The built-in patterns read a digit as a digit too (a class
 /// of all ten, or none of them), except the JSON levels' `50`, `60` and
 /// `40`, which follow a quote: a line without `"` ranks as every line of
 /// its skeleton (`the_built_in_patterns_read_digits_as_digits` checks
@@ -56,6 +99,9 @@ pub(crate) struct Memo {
     /// The slot of the line [`rank`](Self::rank) looked up last, by where
     /// its bytes are.
     last: Option<Last>,
+    /// How many shapes were made rather than remembered.
+    #[cfg(test)]
+    made: usize,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -72,8 +118,9 @@ struct Slot {
     used: bool,
     /// The rank of its lines: `Some(None)` when they do not match.
     rank: Option<Option<crate::salient::SalientRank>>,
-    /// Its lines' shapes, by rank.
-    shapes: [Option<u64>; 3],
+    /// Its lines' shapes, by rank, and the digits a line must have where
+    /// they went into the shape as they are.
+    shapes: [Option<(u64, Verbatim)>; 3],
 }
 
 /// Slots in a memo (a power of two): a line's slot is chosen by its
@@ -167,13 +214,19 @@ impl Memo {
         };
         let s = &self.slots[slot];
         if s.used && s.skeleton == self.skeleton {
-            if let Some(shape) = s.shapes[rank as usize] {
-                return shape;
+            if let Some((shape, v)) = &s.shapes[rank as usize] {
+                if v.holds(line) {
+                    return *shape;
+                }
             }
         }
-        let (shape, digits) = ranked_and_digits(line, rank);
-        if !digits {
-            self.claim(slot).shapes[rank as usize] = Some(shape);
+        let (shape, verbatim) = ranked_and_digits(line, rank);
+        #[cfg(test)]
+        {
+            self.made += 1;
+        }
+        if !verbatim.over {
+            self.claim(slot).shapes[rank as usize] = Some((shape, verbatim));
         }
         shape
     }
@@ -258,9 +311,9 @@ impl Skeleton {
 /// The shape key of `line`.
 #[cfg(test)]
 pub(crate) fn key(line: &[u8]) -> u64 {
-    let mut h = Hasher(0, false);
+    let mut h = Hasher::new(line);
     into(line, &mut h);
-    h.0
+    h.key
 }
 
 fn into(line: &[u8], h: &mut Hasher) {
@@ -290,7 +343,7 @@ fn into(line: &[u8], h: &mut Hasher) {
                     // A key (`"level":`): part of the line's form.
                     h.push(b'K');
                     h.extend(inside);
-                    h.1 |= inside.iter().any(u8::is_ascii_digit);
+                    h.verbatim_digits(inside);
                 } else if inside.iter().any(|&b| CLASS[usize::from(b)] == SPACE) {
                     // A message (`"msg": "disk full"`): read as a line.
                     h.push(b'M');
@@ -470,7 +523,7 @@ fn word(w: &[u8], codes: bool, h: &mut Hasher) {
         && w[caps..].iter().all(u8::is_ascii_digit)
     {
         h.extend(w);
-        h.1 = true;
+        h.verbatim_digits(w);
         return;
     }
     if w.len() >= 4 && w.iter().all(u8::is_ascii_hexdigit) {
@@ -493,13 +546,37 @@ fn word(w: &[u8], codes: bool, h: &mut Hasher) {
 }
 
 /// A 64-bit multiplicative hash, one byte at a time (the shape's bytes are
-/// never kept, only this), and whether a digit went into it as it is.
-struct Hasher(u64, bool);
+/// never kept, only this), and the digits that went into it as they are.
+struct Hasher {
+    key: u64,
+    /// Where the line starts in memory, for the places of its digits.
+    base: usize,
+    verbatim: Verbatim,
+}
 
 impl Hasher {
+    fn new(line: &[u8]) -> Hasher {
+        Hasher {
+            key: 0,
+            base: line.as_ptr() as usize,
+            verbatim: Verbatim::default(),
+        }
+    }
+
+    /// Notes the digits of `bytes`, a part of the line that went into the
+    /// key as it is.
+    fn verbatim_digits(&mut self, bytes: &[u8]) {
+        let start = bytes.as_ptr() as usize - self.base;
+        for (k, &b) in bytes.iter().enumerate() {
+            if b.is_ascii_digit() {
+                self.verbatim.push(start + k, b);
+            }
+        }
+    }
+
     #[inline]
     fn push(&mut self, b: u8) {
-        self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        self.key = (self.key.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 
     /// Eight bytes at a time, then one at a time; the length goes in too,
@@ -519,7 +596,7 @@ impl Hasher {
 
     #[inline]
     fn word(&mut self, w: u64) {
-        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        self.key = (self.key.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 }
 
@@ -598,20 +675,30 @@ mod tests {
     }
 
     /// Lines of one message with other numbers are found in the memo; an
-    /// error code or a quoted key with digits is not remembered, since its
-    /// digits are part of the shape.
+    /// error code or a quoted key with digits is remembered with its
+    /// digits, which are part of the shape.
     #[test]
     fn a_flood_is_shaped_from_the_memo() {
         let mut memo = super::Memo::default();
         let r = SalientRank::Error;
         let a = memo.ranked(b"2026-12-06 ERROR request 123 failed", r);
         assert_eq!(memo.ranked(b"2026-12-07 ERROR request 456 failed", r), a);
-        let code = memo.ranked(b"error[E0308]: mismatched types", r);
-        let other = memo.ranked(b"error[E0425]: mismatched types", r);
+        assert_eq!(memo.made, 1);
+        let code = memo.ranked(b"src/a.rs:12:9: error[E0308]: mismatched types", r);
+        let again = memo.ranked(b"src/a.rs:47:3: error[E0308]: mismatched types", r);
+        assert_eq!((again, memo.made), (code, 2), "one code: from the memo");
+        let other = memo.ranked(b"src/a.rs:47:3: error[E0425]: mismatched types", r);
         assert_ne!(code, other);
-        assert_eq!(other, super::ranked(b"error[E0425]: mismatched types", r));
+        assert_eq!(
+            other,
+            super::ranked(b"src/a.rs:47:3: error[E0425]: mismatched types", r)
+        );
+        assert_eq!(memo.made, 3, "another code: made");
         let key = memo.ranked(br#"{"p95":1,"msg":"slow"}"#, r);
-        assert_ne!(key, memo.ranked(br#"{"p99":1,"msg":"slow"}"#, r));
+        let p99 = memo.ranked(br#"{"p99":1,"msg":"slow"}"#, r);
+        assert_ne!(key, p99);
+        assert_eq!(p99, memo.ranked(br#"{"p99":7,"msg":"slow"}"#, r));
+        assert_eq!(memo.made, 5);
     }
 
     fn same(a: &str, b: &str) {
