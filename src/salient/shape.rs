@@ -291,9 +291,19 @@ impl Skeleton {
         }
         let rest = chunks.remainder();
         if let (false, Some(w)) = (rest.is_empty(), words.next()) {
-            let mut b = [0u8; 8];
-            b[..rest.len()].copy_from_slice(rest);
-            *w = zeroed(u64::from_le_bytes(b));
+            // The last bytes as one word, their unused bytes zero: read as
+            // the line's last eight bytes, shifted, where it has eight (a
+            // copy of a few bytes into a word and a read of it would wait
+            // on the copy).
+            let x = match line.len().checked_sub(8) {
+                Some(from) => {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(&line[from..]);
+                    u64::from_le_bytes(b) >> (8 * (8 - rest.len()))
+                }
+                None => rest.iter().rev().fold(0, |x, &b| (x << 8) | u64::from(b)),
+            };
+            *w = zeroed(x);
             h = h.rotate_left(7) ^ *w;
         }
         (h ^ (h >> 29)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
