@@ -102,6 +102,17 @@ fn strip_by_search(src: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&src[i..]);
 }
 
+/// The line ends in `gap`, the bytes between two matched lines: most
+/// often the one between two lines that follow each other.
+#[inline]
+fn newlines(gap: &[u8]) -> u64 {
+    if gap == b"\n" {
+        1
+    } else {
+        bytecount::count(gap, b'\n') as u64
+    }
+}
+
 /// A raw line is judged by at most its first this many bytes.
 pub(crate) const LINE_CAP: usize = 16 << 10;
 
@@ -420,8 +431,9 @@ impl Finder {
         let caches = self.caches.get_or_insert_with(|| matcher.caches());
         let mut at = LinesAt::default();
         while let Some((r, rank)) = matcher.next_line(bulk, &mut at, caches) {
-            line += bytecount::count(&bulk[counted..r.start], b'\n') as u64;
-            counted = r.start;
+            line += newlines(&bulk[counted..r.start]);
+            // A line holds no line end: counted from its end next.
+            counted = r.end;
             let text = &bulk[r.clone()];
             // A long line is judged by its first LINE_CAP bytes, as when a
             // chunk cuts it.
@@ -462,8 +474,8 @@ impl Finder {
         let caches = self.caches.get_or_insert_with(|| matcher.caches());
         let mut at = LinesAt::default();
         while let Some((r, rank)) = matcher.next_line(&buf, &mut at, caches) {
-            line += bytecount::count(&buf[counted..r.start], b'\n') as u64;
-            counted = r.start;
+            line += newlines(&buf[counted..r.start]);
+            counted = r.end;
             while raw_line < line {
                 match memchr::memchr(b'\n', &bulk[raw_pos..]) {
                     Some(i) => {
