@@ -121,11 +121,20 @@ struct Slot {
     /// Its lines' shapes, by rank, and the digits a line must have where
     /// they went into the shape as they are.
     shapes: [Option<(u64, Verbatim)>; 3],
+    /// How many times a line of another skeleton must want the slot
+    /// before it takes it over: one more each time a line finds it (up to
+    /// [`MAX_CHANCES`]), one less each time another wants it.
+    chances: u8,
 }
 
 /// Slots in a memo (a power of two): a line's slot is chosen by its
-/// skeleton's hash; a line of another skeleton takes it over.
+/// skeleton's hash; a line of another skeleton takes it over once the
+/// slot has no chances left, so that lines of a skeleton seen once (each
+/// with a hash of its own) do not push out the ones that come again.
 const MEMO_SLOTS: usize = 512;
+
+/// The most chances a slot keeps.
+const MAX_CHANCES: u8 = 3;
 
 /// Longer lines are judged and shaped each time: few lines are, and their
 /// skeletons would take the memo's memory.
@@ -161,16 +170,34 @@ impl Memo {
         Some(slot)
     }
 
-    /// The slot of the line looked up last, made its skeleton's.
-    fn claim(&mut self, slot: usize) -> &mut Slot {
+    /// The slot of the line looked up last, if it is its skeleton's or
+    /// can be made so (it has no chances left).
+    fn claim(&mut self, slot: usize) -> Option<&mut Slot> {
         let s = &mut self.slots[slot];
         if !s.used || s.skeleton != self.skeleton {
+            if s.used && s.chances > 0 {
+                s.chances -= 1;
+                return None;
+            }
             s.skeleton.clone_from(&self.skeleton);
             s.used = true;
             s.rank = None;
             s.shapes = [None; 3];
+            s.chances = 0;
         }
-        s
+        Some(s)
+    }
+
+    /// The slot of the line looked up last, if it is its skeleton's: the
+    /// slot gains a chance.
+    fn found(&mut self, slot: usize) -> Option<&Slot> {
+        let s = &mut self.slots[slot];
+        if s.used && s.skeleton == self.skeleton {
+            s.chances = (s.chances + 1).min(MAX_CHANCES);
+            Some(s)
+        } else {
+            None
+        }
     }
 
     /// Forgets which line was looked up last (its bytes may be gone).
@@ -187,19 +214,14 @@ impl Memo {
             return None;
         }
         let slot = self.slot(line, false)?;
-        let s = &self.slots[slot];
-        if s.used && s.skeleton == self.skeleton {
-            s.rank
-        } else {
-            None
-        }
+        self.found(slot)?.rank
     }
 
     /// Remembers the rank of the line [`rank`](Self::rank) looked up last,
     /// if its rank may be remembered.
     pub(crate) fn remember_rank(&mut self, rank: Option<crate::salient::SalientRank>) {
-        if let Some(l) = self.last {
-            self.claim(l.slot).rank = Some(rank);
+        if let Some(s) = self.last.and_then(|l| self.claim(l.slot)) {
+            s.rank = Some(rank);
         }
     }
 
@@ -225,8 +247,8 @@ impl Memo {
         {
             self.made += 1;
         }
-        if !verbatim.over {
-            self.claim(slot).shapes[rank as usize] = Some((shape, verbatim));
+        if let (false, Some(s)) = (verbatim.over, self.claim(slot)) {
+            s.shapes[rank as usize] = Some((shape, verbatim));
         }
         shape
     }
@@ -709,6 +731,33 @@ mod tests {
         assert_ne!(key, p99);
         assert_eq!(p99, memo.ranked(br#"{"p99":7,"msg":"slow"}"#, r));
         assert_eq!(memo.made, 5);
+    }
+
+    /// A line that comes again stays remembered while lines seen once
+    /// each (a hex value of their own: a skeleton of their own) pass.
+    #[test]
+    fn lines_seen_once_do_not_push_out_a_line_that_comes_again() {
+        let mut memo = super::Memo::default();
+        let again = |n: u64| format!("error: disk {:03} full", n % 1000).into_bytes();
+        assert_eq!(memo.rank(&again(1)), None);
+        memo.remember_rank(Some(SalientRank::Error));
+        // Found once: it has a chance.
+        assert_eq!(memo.rank(&again(2)), Some(Some(SalientRank::Error)));
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for round in 0..400 {
+            for _ in 0..40 {
+                x = x.rotate_left(13).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95) ^ 0x1234_5678;
+                let once = format!("warning: object {x:x} moved");
+                if memo.rank(once.as_bytes()).is_none() {
+                    memo.remember_rank(None);
+                }
+            }
+            assert_eq!(
+                memo.rank(&again(round)),
+                Some(Some(SalientRank::Error)),
+                "round {round}"
+            );
+        }
     }
 
     fn same(a: &str, b: &str) {
