@@ -3,7 +3,7 @@
 output users print.
 
     cargo build --release -p spillway-cli
-    python3 benches/kinds.py [SPILLWAY_BIN] [SIZE_MIB] [RUNS]
+    python3 benches/kinds.py [SPILLWAY_BIN] [SIZE_MIB] [RUNS] [--before OLD_BIN]
 
 For each kind it writes SIZE_MIB (default 64) of generated output to a
 file, then runs `spillway apply --compress none FILE` with the default
@@ -11,8 +11,14 @@ policy (terminal render, ranked salient lines) and with `--render raw
 --no-salient`, alternating, RUNS times each (default 5), into a fresh
 store each run, and prints the medians, the ratio and the goal: within
 1.15x of the raw path for plain text, 1.5x for every other kind.
+
+With `--before OLD_BIN`, an older build's default policy runs in the same
+rounds, and its ratio to the same raw path is printed beside the new one:
+this machine's timings drift by 10% or more between runs, so a before and
+an after compare fairly only when measured together.
 """
 
+import argparse
 import os
 import random
 import shutil
@@ -139,24 +145,45 @@ def run(binary, path, extra, store):
 
 
 def main():
-    binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/release/spillway")
-    size = int(sys.argv[2] if len(sys.argv) > 2 else 64) << 20
-    runs = int(sys.argv[3] if len(sys.argv) > 3 else 5)
+    parser = argparse.ArgumentParser(description="The default path against the raw path, by kind of output.")
+    parser.add_argument("binary", nargs="?", default="target/release/spillway")
+    parser.add_argument("size_mib", nargs="?", type=int, default=64)
+    parser.add_argument("runs", nargs="?", type=int, default=5)
+    parser.add_argument("--before", help="an older build whose default policy is measured in the same rounds")
+    args = parser.parse_args()
+    binary = os.path.abspath(args.binary)
+    before = os.path.abspath(args.before) if args.before else None
+    size, runs = args.size_mib << 20, args.runs
+    for b in [binary] + ([before] if before else []):
+        if not os.access(b, os.X_OK):
+            sys.exit(f"no spillway binary at {b}: run `cargo build --release -p spillway-cli` first")
     work = tempfile.mkdtemp(prefix="spillway-kinds-")
-    print(f"| kind of output | default | raw | ratio | goal |")
-    print(f"|---|---:|---:|---:|---|")
+    if before:
+        print("| kind of output | before | after | raw | before / raw | after / raw | goal |")
+        print("|---|---:|---:|---:|---:|---:|---|")
+    else:
+        print("| kind of output | default | raw | ratio | goal |")
+        print("|---|---:|---:|---:|---|")
     try:
         for name, make, goal in KINDS:
             path = os.path.join(work, "input")
             write_kind(path, make, size)
             store = os.path.join(work, "store")
-            default, raw = [], []
+            default, raw, old = [], [], []
             for _ in range(runs):
+                if before:
+                    old.append(run(before, path, [], store))
                 default.append(run(binary, path, [], store))
                 raw.append(run(binary, path, ["--render", "raw", "--no-salient"], store))
             d, r = statistics.median(default), statistics.median(raw)
             mark = "✓" if d / r <= goal else "✗"
-            print(f"| {name} | {d * 1000:.0f} ms | {r * 1000:.0f} ms | {d / r:.2f}x | <= {goal}x {mark} |", flush=True)
+            if before:
+                o = statistics.median(old)
+                print(f"| {name} | {o * 1000:.0f} ms | {d * 1000:.0f} ms | {r * 1000:.0f} ms | {o / r:.2f}x"
+                      f" | {d / r:.2f}x | <= {goal}x {mark} |", flush=True)
+            else:
+                print(f"| {name} | {d * 1000:.0f} ms | {r * 1000:.0f} ms | {d / r:.2f}x | <= {goal}x {mark} |",
+                      flush=True)
             os.remove(path)
     finally:
         shutil.rmtree(work, ignore_errors=True)
