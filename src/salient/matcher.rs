@@ -410,7 +410,7 @@ impl Matcher {
         while pos < text.len() {
             // Where matched lines come one after another (a flood, a build
             // log), the line after them is looked up in the memory first,
-            // before a search of the gate, which costs more a call than a
+            // before a search of the gate, which costs more per call than a
             // line's skeleton. A line of a skeleton judged lately ranks as
             // that line did, and one that holds no literal of the gate
             // (every line of its skeleton holds none: no literal holds a

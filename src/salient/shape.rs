@@ -50,8 +50,8 @@ struct Verbatim {
     over: bool,
 }
 
-/// The most verbatim digits a remembered shape may have (an error code
-/// has up to five).
+/// The most verbatim digits a remembered shape may have (an error code's
+/// are most often four).
 const MAX_VERBATIM: usize = 8;
 
 impl Verbatim {
