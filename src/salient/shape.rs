@@ -109,6 +109,9 @@ struct Last {
     at: usize,
     len: usize,
     slot: usize,
+    /// Whether the slot holds its skeleton: compared once, when it was
+    /// looked up, and set when the line took the slot since.
+    owned: bool,
 }
 
 #[derive(Debug, Default)]
@@ -141,11 +144,12 @@ const MAX_CHANCES: u8 = 3;
 const MEMO_LINE: usize = 192;
 
 impl Memo {
-    /// The slot of `line`'s skeleton, left in `self.skeleton`; `None` for
-    /// a line too long to remember. With `again`, the line the last
-    /// [`rank`](Self::rank) looked up (the same bytes in the same place:
-    /// nothing was read in between) is not made a skeleton again.
-    fn slot(&mut self, line: &[u8], again: bool) -> Option<usize> {
+    /// The slot of `line`'s skeleton, left in `self.skeleton`, and
+    /// whether the slot holds it; `None` for a line too long to remember.
+    /// With `again`, the line the last [`rank`](Self::rank) looked up (the
+    /// same bytes in the same place: nothing was read in between) is not
+    /// made a skeleton or compared again.
+    fn slot(&mut self, line: &[u8], again: bool) -> Option<(usize, bool)> {
         if line.len() > MEMO_LINE {
             self.last = None;
             return None;
@@ -155,29 +159,33 @@ impl Memo {
             .last
             .filter(|l| again && l.at == at && l.len == line.len())
         {
-            return Some(l.slot);
+            return Some((l.slot, l.owned));
         }
         if self.slots.is_empty() {
             self.slots.resize_with(MEMO_SLOTS, Slot::default);
         }
         // The hash's top bits: the ones every word went into.
         let slot = (self.skeleton.make(line) >> (64 - MEMO_SLOTS.trailing_zeros())) as usize;
+        let s = &self.slots[slot];
+        let owned = s.used && s.skeleton == self.skeleton;
         self.last = Some(Last {
             at,
             len: line.len(),
             slot,
+            owned,
         });
-        Some(slot)
+        Some((slot, owned))
     }
 
-    /// The slot of the line looked up last, if it is its skeleton's or
-    /// can be made so (it has no chances left).
-    fn claim(&mut self, slot: usize) -> Option<&mut Slot> {
+    /// Makes `slot` hold the skeleton just made, unless it holds another
+    /// that still has chances (which loses one); `owned`: whether it holds
+    /// it already. Whether it does now.
+    fn take(&mut self, slot: usize, owned: bool) -> bool {
         let s = &mut self.slots[slot];
-        if !s.used || s.skeleton != self.skeleton {
+        if !owned {
             if s.used && s.chances > 0 {
                 s.chances -= 1;
-                return None;
+                return false;
             }
             s.skeleton.clone_from(&self.skeleton);
             s.used = true;
@@ -185,19 +193,7 @@ impl Memo {
             s.shapes = [None; 3];
             s.chances = 0;
         }
-        Some(s)
-    }
-
-    /// The slot of the line looked up last, if it is its skeleton's: the
-    /// slot gains a chance.
-    fn found(&mut self, slot: usize) -> Option<&Slot> {
-        let s = &mut self.slots[slot];
-        if s.used && s.skeleton == self.skeleton {
-            s.chances = (s.chances + 1).min(MAX_CHANCES);
-            Some(s)
-        } else {
-            None
-        }
+        true
     }
 
     /// Forgets which line was looked up last (its bytes may be gone).
@@ -213,15 +209,25 @@ impl Memo {
             self.last = None;
             return None;
         }
-        let slot = self.slot(line, false)?;
-        self.found(slot)?.rank
+        let (slot, owned) = self.slot(line, false)?;
+        if !owned {
+            return None;
+        }
+        // Found: the slot gains a chance.
+        let s = &mut self.slots[slot];
+        s.chances = (s.chances + 1).min(MAX_CHANCES);
+        s.rank
     }
 
     /// Remembers the rank of the line [`rank`](Self::rank) looked up last,
     /// if its rank may be remembered.
     pub(crate) fn remember_rank(&mut self, rank: Option<crate::salient::SalientRank>) {
-        if let Some(s) = self.last.and_then(|l| self.claim(l.slot)) {
-            s.rank = Some(rank);
+        let Some(l) = self.last else {
+            return;
+        };
+        if self.take(l.slot, l.owned) {
+            self.slots[l.slot].rank = Some(rank);
+            self.last = Some(Last { owned: true, ..l });
         }
     }
 
@@ -231,15 +237,12 @@ impl Memo {
         let slot = self.slot(line, true);
         // What comes next may be other bytes in the same place.
         self.last = None;
-        let Some(slot) = slot else {
+        let Some((slot, owned)) = slot else {
             return ranked(line, rank);
         };
-        let s = &self.slots[slot];
-        if s.used && s.skeleton == self.skeleton {
-            if let Some((shape, v)) = &s.shapes[rank as usize] {
-                if v.holds(line) {
-                    return *shape;
-                }
+        if let (true, Some((shape, v))) = (owned, &self.slots[slot].shapes[rank as usize]) {
+            if v.holds(line) {
+                return *shape;
             }
         }
         let (shape, verbatim) = ranked_and_digits(line, rank);
@@ -247,8 +250,8 @@ impl Memo {
         {
             self.made += 1;
         }
-        if let (false, Some(s)) = (verbatim.over, self.claim(slot)) {
-            s.shapes[rank as usize] = Some((shape, verbatim));
+        if !verbatim.over && self.take(slot, owned) {
+            self.slots[slot].shapes[rank as usize] = Some((shape, verbatim));
         }
         shape
     }
@@ -731,6 +734,23 @@ mod tests {
         assert_ne!(key, p99);
         assert_eq!(p99, memo.ranked(br#"{"p99":7,"msg":"slow"}"#, r));
         assert_eq!(memo.made, 5);
+    }
+
+    /// A line looked up, judged and shaped leaves its rank and its shape
+    /// for the next line of its skeleton: neither is made again.
+    #[test]
+    fn a_line_judged_and_shaped_is_remembered_for_both() {
+        let mut memo = super::Memo::default();
+        let r = SalientRank::Error;
+        let (a, b) = (
+            b"error: disk 1 full".as_slice(),
+            b"error: disk 7 full".as_slice(),
+        );
+        assert_eq!(memo.rank(a), None);
+        memo.remember_rank(Some(r));
+        let shape = memo.ranked(a, r);
+        assert_eq!(memo.rank(b), Some(Some(r)), "the rank outlives the shape");
+        assert_eq!((memo.ranked(b, r), memo.made), (shape, 1));
     }
 
     /// A line that comes again stays remembered while lines seen once
