@@ -770,6 +770,75 @@ mod tests {
         }
     }
 
+    /// A flood of matched lines, of the sizes a tool prints just over its
+    /// budget and larger, is found as a search of each line alone with no
+    /// memory finds it: the same lines, numbers, ranks and shapes, whether
+    /// its matched lines come one after another (looked up in the memory
+    /// before the gate) or between others, coloured or not, and again
+    /// with the memory warm.
+    #[test]
+    fn a_flood_is_found_as_a_search_of_each_line_alone_finds_it() {
+        let matcher = SalientPatterns::default().matcher().unwrap();
+        for (size, every, colour) in [
+            (4_500, 1, false),
+            (6_000, 1, true),
+            (8_192, 2, false),
+            (200_000, 1, false),
+            (200_000, 3, true),
+        ] {
+            let mut bulk = Vec::new();
+            let mut i = 0u64;
+            while bulk.len() < size {
+                let k = i * 977;
+                let line = if i % every != 0 {
+                    format!("   Compiling crate-{i} v0.1.{}", i % 9)
+                } else {
+                    match (i / every) % 5 {
+                        0 => format!("src/lib.rs:{}:9: error[E0308]: mismatched types", k % 1000),
+                        1 => format!("src/a.rs:{i}:1: error[E0{}]: cannot find `v`", 400 + i % 3),
+                        2 if colour => format!("\x1b[33mwarning\x1b[0m: unused `x{i}`"),
+                        2 => format!("warning: unused variable: `x{i}`"),
+                        3 => format!("2026-12-06T10:{:02}:00Z ERROR request {k} failed", i % 60),
+                        _ => format!("FAILED tests/t_{}.py::case_{k:x} - AssertionError", i % 300),
+                    }
+                };
+                bulk.extend_from_slice(line.as_bytes());
+                bulk.push(b'\n');
+                i += 1;
+            }
+            let mut want = Vec::new();
+            let mut start = 0;
+            for (n, raw) in bulk.split(|&b| b == b'\n').enumerate() {
+                let mut text = Vec::new();
+                strip(raw, &mut text);
+                if let Some(rank) = matcher.line_rank(&text, &mut Caches::default()) {
+                    let shape = crate::salient::shape::ranked(&text, rank);
+                    want.push((start, start + raw.len(), n as u64, rank, shape));
+                }
+                start += raw.len() + 1;
+            }
+            assert!(
+                want.len() as u64 * every >= i - 1,
+                "{size}: {} of {i}",
+                want.len()
+            );
+            let mut finder = Finder::new(matcher.clone());
+            for warm in [false, true] {
+                let found = finder.find(&bulk);
+                let got: Vec<_> = found
+                    .hits
+                    .iter()
+                    .map(|f| (f.start, f.end, f.line, f.rank, f.shape))
+                    .collect();
+                assert_eq!(
+                    got, want,
+                    "{size} bytes, one line in {every} matched, warm {warm}"
+                );
+                assert_eq!(found.newlines, i, "{size}");
+            }
+        }
+    }
+
     /// A control sequence longer than any escape is read to be.
     static LONG_CSI: [u8; 302] = {
         let mut s = [b';'; 302];
