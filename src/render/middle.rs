@@ -790,7 +790,7 @@ mod tests {
             let mut i = 0u64;
             while bulk.len() < size {
                 let k = i * 977;
-                let line = if i % every != 0 {
+                let line = if !i.is_multiple_of(every) {
                     format!("   Compiling crate-{i} v0.1.{}", i % 9)
                 } else {
                     match (i / every) % 5 {
