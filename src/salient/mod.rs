@@ -288,6 +288,15 @@ mod tests {
         assert_eq!(a, b);
     }
 
+    /// `line` with each digit made another, drawn from `x`: a line of the
+    /// same skeleton.
+    fn other_digits(line: &mut [u8], x: &mut u64) {
+        for c in line.iter_mut().filter(|c| c.is_ascii_digit()) {
+            *x = x.rotate_left(9) ^ 0x9E37_79B9_7F4A_7C15;
+            *c = b'0' + (*x % 10) as u8;
+        }
+    }
+
     proptest::proptest! {
         /// A search that remembers the ranks of the lines it judged
         /// ranks every line as every pattern does, whatever lines of the
@@ -306,11 +315,7 @@ mod tests {
                 let mut line = format!("{} 12 {} 0x3f 7", FRAGMENTS[a], FRAGMENTS[b]).into_bytes();
                 for pass in 0..2u64 {
                     if pass == 1 {
-                        let mut x = seed;
-                        for c in line.iter_mut().filter(|c| c.is_ascii_digit()) {
-                            x = x.rotate_left(9) ^ 0x9E37_79B9_7F4A_7C15;
-                            *c = b'0' + (x % 10) as u8;
-                        }
+                        other_digits(&mut line, &mut seed.clone());
                     }
                     let want = plain.line_rank(&line, &mut plain.caches());
                     proptest::prop_assert_eq!(
@@ -349,10 +354,7 @@ mod tests {
                 let mut x = seed;
                 for _ in 0..times {
                     let mut line = line.clone().into_bytes();
-                    for c in line.iter_mut().filter(|c| c.is_ascii_digit()) {
-                        x = x.rotate_left(9) ^ 0x9E37_79B9_7F4A_7C15;
-                        *c = b'0' + (x % 10) as u8;
-                    }
+                    other_digits(&mut line, &mut x);
                     text.extend_from_slice(&line);
                     text.push(b'\n');
                 }
