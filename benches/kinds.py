@@ -140,7 +140,7 @@ def run(binary, path, extra, store):
     shutil.rmtree(store, ignore_errors=True)
     start = time.perf_counter()
     subprocess.run([binary, "--store", store, "apply", "--quiet", "--compress", "none", *extra, path],
-                   check=True, stdout=subprocess.DEVNULL)
+                   check=True, stdout=subprocess.DEVNULL, timeout=300)
     return time.perf_counter() - start
 
 

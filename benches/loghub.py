@@ -61,7 +61,7 @@ def kept(preview, errors):
 def preview(binary, store, budget, extra, path):
     out = subprocess.run(
         [binary, "--store", store, "apply", "--quiet", "--max-inline-bytes", str(budget), *extra, path],
-        check=True, capture_output=True)
+        check=True, capture_output=True, timeout=300)
     return out.stdout.decode("utf-8", errors="replace")
 
 
