@@ -193,16 +193,7 @@ pub(crate) fn escape_len(s: &[u8]) -> Option<usize> {
 fn escape_len_within(s: &[u8]) -> Option<usize> {
     let &kind = s.get(1)?;
     match kind {
-        b'[' => {
-            for (i, &b) in s.iter().enumerate().skip(2) {
-                match b {
-                    0x20..=0x3F => {}
-                    0x40..=0x7E => return Some(i + 1),
-                    _ => return Some(i),
-                }
-            }
-            None
-        }
+        b'[' => csi_end(s),
         b']' | b'P' | b'X' | b'^' | b'_' => {
             for (j, &b) in s.iter().enumerate().skip(2) {
                 match b {
@@ -233,6 +224,22 @@ fn escape_len_within(s: &[u8]) -> Option<usize> {
         0x30..=0x7E => Some(2),
         _ => Some(1),
     }
+}
+
+/// Where the control sequence `s` starts with (`ESC [`, parameters and
+/// intermediates, a final byte) ends: just past its final byte, or before
+/// the first byte that does not belong; `None` when `s` ends first.
+#[inline]
+pub(crate) fn csi_end(s: &[u8]) -> Option<usize> {
+    let mut i = 2;
+    while let Some(&b) = s.get(i) {
+        match b {
+            0x20..=0x3F => i += 1,
+            0x40..=0x7E => return Some(i + 1),
+            _ => return Some(i),
+        }
+    }
+    None
 }
 
 /// Moves a head cut back until it is not inside an escape sequence.

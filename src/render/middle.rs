@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::collect::MiddleLines;
-use crate::preview::{escape_len, MAX_ESCAPE};
+use crate::preview::{csi_end, escape_len, MAX_ESCAPE};
 use crate::salient::{Caches, Candidate, Group, LinesAt, Matcher, SalientRank};
 
 /// `src` without its escape sequences (as the preview's cut rules read
@@ -43,9 +43,10 @@ pub(crate) fn strip(src: &[u8], out: &mut Vec<u8>) {
         let j = i;
         if src.get(j + 1) == Some(&b'[') {
             // A control sequence (a colour: most escapes), read here as
-            // `escape_len` reads it. Its bytes are printable: it holds no
-            // line end.
-            i = j + csi_len(&src[j..]);
+            // `escape_len` reads it, at most `MAX_ESCAPE` bytes. Its bytes
+            // are printable: it holds no line end.
+            let s = &src[j..n.min(j + MAX_ESCAPE)];
+            i = j + csi_end(s).unwrap_or(s.len());
             continue;
         }
         let len = escape_len(&src[j..]).unwrap_or(n - j);
@@ -66,23 +67,6 @@ fn has_esc(w: &[u8]) -> bool {
     // sets its high bit here (others may too, past it).
     let x = u64::from_le_bytes(b) ^ (ONES * 0x1B);
     x.wrapping_sub(ONES) & !x & (ONES << 7) != 0
-}
-
-/// The length of the control sequence `s` starts with (`ESC [`), as
-/// [`escape_len`] gives it, or all of `s` (at most [`MAX_ESCAPE`] bytes)
-/// where it has not ended.
-#[inline]
-fn csi_len(s: &[u8]) -> usize {
-    let s = &s[..s.len().min(MAX_ESCAPE)];
-    let mut k = 2;
-    while let Some(&b) = s.get(k) {
-        match b {
-            0x20..=0x3F => k += 1,
-            0x40..=0x7E => return k + 1,
-            _ => return k,
-        }
-    }
-    s.len()
 }
 
 /// [`strip`] as first written, one vectorized search an escape: the oracle
