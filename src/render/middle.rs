@@ -758,31 +758,48 @@ mod tests {
     /// budget and larger, is found as a search of each line alone with no
     /// memory finds it: the same lines, numbers, ranks and shapes, whether
     /// its matched lines come one after another (looked up in the memory
-    /// before the gate) or between others, coloured or not, and again
+    /// before the gate) or between others (a JSON log's lines of their
+    /// skeleton with another level among them), coloured or not, and again
     /// with the memory warm.
     #[test]
     fn a_flood_is_found_as_a_search_of_each_line_alone_finds_it() {
         let matcher = SalientPatterns::default().matcher().unwrap();
-        for (size, every, colour) in [
-            (4_500, 1, false),
-            (6_000, 1, true),
-            (8_192, 2, false),
-            (200_000, 1, false),
-            (200_000, 3, true),
+        // A JSON log's lines between matched ones: of the skeleton of one
+        // of them, with another level.
+        let json = |i: u64, level: u32| {
+            format!(
+                r#"{{"ts":"10:{:02}","level":{level},"msg":"request {} failed"}}"#,
+                i % 60,
+                i * 977
+            )
+        };
+        for (size, every, colour, json_between) in [
+            (4_500, 1, false, false),
+            (6_000, 1, true, false),
+            (8_192, 2, false, false),
+            (8_192, 2, false, true),
+            (200_000, 1, false, false),
+            (200_000, 3, true, false),
+            (200_000, 3, false, true),
         ] {
             let mut bulk = Vec::new();
             let mut i = 0u64;
             while bulk.len() < size {
                 let k = i * 977;
                 let line = if !i.is_multiple_of(every) {
-                    format!("   Compiling crate-{i} v0.1.{}", i % 9)
+                    if json_between {
+                        json(i, 30)
+                    } else {
+                        format!("   Compiling crate-{i} v0.1.{}", i % 9)
+                    }
                 } else {
-                    match (i / every) % 5 {
+                    match (i / every) % 6 {
                         0 => format!("src/lib.rs:{}:9: error[E0308]: mismatched types", k % 1000),
                         1 => format!("src/a.rs:{i}:1: error[E0{}]: cannot find `v`", 400 + i % 3),
                         2 if colour => format!("\x1b[33mwarning\x1b[0m: unused `x{i}`"),
                         2 => format!("warning: unused variable: `x{i}`"),
                         3 => format!("2026-12-06T10:{:02}:00Z ERROR request {k} failed", i % 60),
+                        4 => json(i, 50),
                         _ => format!("FAILED tests/t_{}.py::case_{k:x} - AssertionError", i % 300),
                     }
                 };

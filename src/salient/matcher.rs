@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use regex_automata::meta;
 use regex_automata::{HalfMatch, Input, Match};
 
+use super::shape::Judged;
 use super::{one_line, SalientPattern, SalientRank};
 
 /// Literals one of which every line the built-in patterns match holds
@@ -218,12 +219,13 @@ impl Gate {
 }
 
 /// Where a search of the gate got to: its next candidate, and where it
-/// was searched from; and where the last line found to match ends, and
-/// how many lines found to match came one after another up to it.
+/// was searched from; and where the last line judged that holds a literal
+/// of the gate ends, and how many such lines came one after another up to
+/// it.
 #[derive(Default)]
 struct Cursor {
     next: Option<(usize, Option<Hit>)>,
-    matched_end: Option<usize>,
+    judged_end: Option<usize>,
     run: u32,
 }
 
@@ -247,30 +249,35 @@ impl Cursor {
         }
     }
 
+    /// `line`, which holds a literal of the gate, was judged.
+    fn judged(&mut self, line: &Range<usize>) {
+        self.run = if self.right_after(line.start) {
+            self.run.saturating_add(1)
+        } else {
+            1
+        };
+        self.judged_end = Some(line.end);
+    }
+
     /// `line` was found to match, with its rank.
     fn matched(
         &mut self,
         line: Range<usize>,
         rank: SalientRank,
     ) -> Option<(Range<usize>, SalientRank)> {
-        self.run = if self.right_after(line.start) {
-            self.run.saturating_add(1)
-        } else {
-            1
-        };
-        self.matched_end = Some(line.end);
+        self.judged(&line);
         Some((line, rank))
     }
 
-    /// Whether the line at `pos` comes right after the last line found to
-    /// match.
+    /// Whether the line at `pos` comes right after the last line judged.
     fn right_after(&self, pos: usize) -> bool {
-        self.matched_end.is_some_and(|end| end + 1 == pos)
+        self.judged_end.is_some_and(|end| end + 1 == pos)
     }
 
-    /// Whether the line at `pos` comes right after a run of lines found
-    /// to match (two or more: where one line in two or three matches, the
-    /// gate's search costs less than a lookup of each line).
+    /// Whether the line at `pos` comes right after a run of lines that
+    /// hold a literal of the gate (two or more: where one line in two or
+    /// three does, the gate's search costs less than a lookup of each
+    /// line).
     fn in_a_run(&self, pos: usize) -> bool {
         self.run >= 2 && self.right_after(pos)
     }
@@ -408,34 +415,43 @@ impl Matcher {
             return Some((start..end, self.raise(&text[start..end], first, caches)));
         };
         while pos < text.len() {
-            // Where matched lines come one after another (a flood, a build
-            // log), the line after them is looked up in the memory first,
-            // before a search of the gate, which costs more per call than a
-            // line's skeleton. A line of a skeleton judged lately ranks as
-            // that line did, and one that holds no literal of the gate
-            // (every line of its skeleton holds none: no literal holds a
-            // digit) is remembered not to match.
+            // Where lines that hold a literal of the gate come one after
+            // another (a flood, a build log, a JSON log), the line after
+            // them is looked up in the memory first, before a search of the
+            // gate, which costs more per call than a line's skeleton. A line
+            // of a skeleton judged lately is judged as that line was (one
+            // that holds no literal: every line of its skeleton holds none,
+            // as no literal holds a digit).
             let mut missed = None;
             if cur.in_a_run(pos) {
                 let end = memchr::memchr(b'\n', &text[pos..]).map_or(text.len(), |i| pos + i);
                 match caches.memo.rank(&text[pos..end]) {
-                    Some(Some(rank)) => return cur.matched(pos..end, rank),
-                    Some(None) => {
+                    Some(j) => {
+                        if let Some(rank) = j.rank {
+                            return cur.matched(pos..end, rank);
+                        }
+                        if j.gated {
+                            cur.judged(&(pos..end));
+                        }
                         pos = end + 1;
                         continue;
                     }
                     None => missed = Some(end),
                 }
             }
+            let no_literal = Judged {
+                rank: None,
+                gated: false,
+            };
             let Some(hit) = cur.next(pos, || gate.next(text, pos)) else {
-                if missed.is_some() {
-                    caches.memo.remember_rank(None);
+                if let Some(end) = missed {
+                    caches.memo.remember_rank(&text[pos..end], no_literal);
                 }
                 return None;
             };
             let g = hit.at;
             if let Some(end) = missed.filter(|&end| g > end) {
-                caches.memo.remember_rank(None);
+                caches.memo.remember_rank(&text[pos..end], no_literal);
                 pos = end + 1;
                 continue;
             }
@@ -448,40 +464,54 @@ impl Matcher {
             } else {
                 caches.memo.rank(&text[start..end])
             };
-            match remembered {
-                Some(Some(rank)) => return cur.matched(start..end, rank),
-                Some(None) => {
-                    pos = end + 1;
-                    continue;
+            let rank = match remembered {
+                Some(j) => j.rank,
+                None => {
+                    let rank = self.judge(gate, text, start..end, hit, cur, caches);
+                    caches
+                        .memo
+                        .remember_rank(&text[start..end], Judged { rank, gated: true });
+                    rank
                 }
-                None => {}
-            }
-            // Which pattern matches first needs only the match's end. No
-            // literal starts before the gate's first one, so a line whose
-            // first is a level's, and which holds no other, can only match
-            // the level patterns.
-            let input = Input::new(text).range(start..end);
-            let weak = match (&self.levels, hit.weak) {
-                (Some(_), true) => weak_only(gate, text, g, end, cur),
-                _ => None,
             };
-            let found = match (&self.levels, weak) {
-                (Some((levels, ranks)), Some(at)) => {
-                    level_rank(levels, ranks, &mut caches.levels, text, start, end, &at)
-                }
-                _ => self
-                    .all
-                    .half(&mut caches.all, &input)
-                    .map(|m| self.ranks[m.pattern().as_usize()]),
-            };
-            let rank = found.map(|first| self.raise(&text[start..end], first, caches));
-            caches.memo.remember_rank(rank);
             if let Some(rank) = rank {
                 return cur.matched(start..end, rank);
             }
+            cur.judged(&(start..end));
             pos = end + 1;
         }
         None
+    }
+
+    /// The rank of the line `text[line]`, which holds a literal of the
+    /// gate (its first is `hit`), if it matches. Which pattern matches
+    /// first needs only the match's end. No literal starts before the
+    /// gate's first one, so a line whose first is a level's, and which
+    /// holds no other, can only match the level patterns.
+    fn judge(
+        &self,
+        gate: &Gate,
+        text: &[u8],
+        line: Range<usize>,
+        hit: Hit,
+        cur: &mut Cursor,
+        caches: &mut Caches,
+    ) -> Option<SalientRank> {
+        let (start, end) = (line.start, line.end);
+        let weak = match (&self.levels, hit.weak) {
+            (Some(_), true) => weak_only(gate, text, hit.at, end, cur),
+            _ => None,
+        };
+        let found = match (&self.levels, weak) {
+            (Some((levels, ranks)), Some(at)) => {
+                level_rank(levels, ranks, &mut caches.levels, text, start, end, &at)
+            }
+            _ => self
+                .all
+                .half(&mut caches.all, &Input::new(text).range(start..end))
+                .map(|m| self.ranks[m.pattern().as_usize()]),
+        };
+        found.map(|first| self.raise(&text[start..end], first, caches))
     }
 
     /// The rank of a line whose first match ranks `first`: a level or a

@@ -246,6 +246,10 @@ mod tests {
         "errors: 0",
         "ok 3 - x",
         "levels=error",
+        r#"{"level":"info","n":3}"#,
+        r#"{"level":30,"n":3}"#,
+        r#"{"lvl" :	10}"#,
+        r#"{"severity":"x","code":50}"#,
         "E/",
         " E x",
         "12-05 E Tag: x",
@@ -441,10 +445,11 @@ mod tests {
     }
 
     /// The memo of a gated search ranks a line without `"` as every line
-    /// of its skeleton (its digits made `0`): every built-in pattern reads
-    /// a digit as a digit (its literals hold none, and a class holds all
-    /// ten or none), but the JSON levels' `50`, `60` and `40`, which only
-    /// match after a `"`.
+    /// of its skeleton (its digits made `0`) and of its level's digits:
+    /// every built-in pattern reads a digit as a digit (its literals hold
+    /// none, and a class holds all ten or none), but the JSON levels' `50`,
+    /// `60` and `40`, which are read only as the run of digits right after
+    /// a level's key.
     #[test]
     fn the_built_in_patterns_read_digits_as_digits() {
         use regex_syntax::hir::{Class, Hir, HirKind};
@@ -467,20 +472,56 @@ mod tests {
                 HirKind::Empty | HirKind::Look(_) => false,
             }
         }
-        let mut reading = Vec::new();
-        for (_, p) in DEFAULT_SALIENT {
-            let hir = regex_syntax::ParserBuilder::new()
+        let parse = |p: &str| {
+            regex_syntax::ParserBuilder::new()
                 .multi_line(true)
                 .build()
                 .parse(p)
-                .unwrap();
-            if reads_digits(&hir) {
+                .unwrap()
+        };
+        let mut reading = Vec::new();
+        for (_, p) in DEFAULT_SALIENT {
+            if reads_digits(&parse(p)) {
                 reading.push(*p);
             }
         }
         assert_eq!(reading.len(), 2, "{reading:?}");
+        // Each reads digits only right after a level's key, a run of them
+        // from there: what `shape::level_digits` keeps.
+        fn digits_only(h: &Hir) -> bool {
+            match h.kind() {
+                HirKind::Literal(l) => l.0.iter().all(u8::is_ascii_digit),
+                HirKind::Class(Class::Unicode(c)) => c
+                    .ranges()
+                    .iter()
+                    .all(|r| '0' <= r.start() && r.end() <= '9'),
+                HirKind::Class(Class::Bytes(c)) => c
+                    .ranges()
+                    .iter()
+                    .all(|r| b'0' <= r.start() && r.end() <= b'9'),
+                HirKind::Concat(hs) | HirKind::Alternation(hs) => hs.iter().all(digits_only),
+                _ => false,
+            }
+        }
         for p in reading {
-            assert!(p.starts_with("\"(?:level|lvl|severity)\""), "{p}");
+            let rest = p
+                .strip_prefix(r#""(?:level|lvl|severity)"[ \t]*:[ \t]*"#)
+                .unwrap_or_else(|| panic!("{p}"));
+            assert!(!reads_digits(&parse(&p[..p.len() - rest.len()])), "{p}");
+            let rest = parse(rest);
+            let branches = match rest.kind() {
+                HirKind::Alternation(hs) => hs.clone(),
+                _ => vec![rest.clone()],
+            };
+            for b in branches.iter().filter(|b| reads_digits(b)) {
+                let parts = match b.kind() {
+                    HirKind::Concat(hs) => hs.clone(),
+                    _ => vec![b.clone()],
+                };
+                let run = parts.iter().take_while(|h| digits_only(h)).count();
+                assert!(run > 0, "{p}: {b:?}");
+                assert!(!parts[run..].iter().any(reads_digits), "{p}: {b:?}");
+            }
         }
         // And the memo at work: lines of one skeleton, one rank.
         let m = SalientPatterns::default().matcher().unwrap();
@@ -507,25 +548,28 @@ mod tests {
         }
     }
 
-    /// A line whose rank may read its digits is not remembered, and does
-    /// not change what is remembered of the line looked up before it.
+    /// A line whose level is a number of more digits than are kept is not
+    /// remembered, and does not change what is remembered of the line
+    /// looked up before it; a JSON line's level, a word or a number, is
+    /// remembered with it, and a line of its skeleton with another level
+    /// is judged again.
     #[test]
     fn a_line_not_remembered_leaves_the_last_ones_rank_alone() {
         let m = SalientPatterns::default().matcher().unwrap();
         let mut caches = m.caches();
         let (a, json, again) = (
             "warning: unused 3",
-            r#"{"level":50,"msg":"x"}"#,
+            r#"{"level":500000000,"msg":"x"}"#,
             "warning: unused 7",
         );
         let first = m.line_rank(a.as_bytes(), &mut caches);
         assert_eq!(first, Some(SalientRank::Warning));
+        assert_eq!(m.line_rank(json.as_bytes(), &mut caches), None);
+        assert_eq!(m.line_rank(again.as_bytes(), &mut caches), first);
         assert_eq!(
-            m.line_rank(json.as_bytes(), &mut caches),
+            m.line_rank(br#"{"level":50,"msg":"x"}"#, &mut caches),
             Some(SalientRank::Error)
         );
-        assert_eq!(m.line_rank(again.as_bytes(), &mut caches), first);
-        // And a JSON line whose level is a word is remembered as such.
         for (line, rank) in [
             (
                 r#"{"ts":"10:00:01","level":"error","n":1}"#,

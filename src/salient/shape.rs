@@ -77,6 +77,48 @@ impl Verbatim {
     }
 }
 
+/// How a line was judged: its rank (`None` when it does not match), and
+/// whether it holds a literal of the gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Judged {
+    pub(crate) rank: Option<crate::salient::SalientRank>,
+    pub(crate) gated: bool,
+}
+
+/// The digits of `line` right after a JSON level's key (`"level":`,
+/// `"lvl" : `, `"severity":`), the only digits a built-in pattern reads as
+/// they are (`50`, `60`, `40`), each run whole. Where they are depends on
+/// the line's other bytes alone, the same for every line of its skeleton.
+fn level_digits(line: &[u8]) -> Verbatim {
+    let mut out = Verbatim::default();
+    for q in memchr::memchr_iter(b'"', line) {
+        let rest = &line[q + 1..];
+        let Some(key) = [&b"level\""[..], b"lvl\"", b"severity\""]
+            .into_iter()
+            .find(|k| rest.starts_with(k))
+        else {
+            continue;
+        };
+        let blank = |i: &mut usize| {
+            while matches!(line.get(*i), Some(b' ' | b'\t')) {
+                *i += 1;
+            }
+        };
+        let mut i = q + 1 + key.len();
+        blank(&mut i);
+        if line.get(i) != Some(&b':') {
+            continue;
+        }
+        i += 1;
+        blank(&mut i);
+        while let Some(&d) = line.get(i).filter(|d| d.is_ascii_digit()) {
+            out.push(i, d);
+            i += 1;
+        }
+    }
+    out
+}
+
 /// The ranks and shapes of the lines a scan judged lately, by their
 /// skeleton: the line with each digit made `0`, made a word of eight bytes
 /// at a time, far cheaper than a search or a shape. In a flood of one
@@ -88,10 +130,11 @@ impl Verbatim {
 /// remembered with those digits ([`Verbatim`]), and holds for a line that
 /// has them too. The built-in patterns read a digit as a digit too (a class
 /// of all ten, or none of them), except the JSON levels' `50`, `60` and
-/// `40`, which follow a quote: a line without `"` ranks as every line of
-/// its skeleton (`the_built_in_patterns_read_digits_as_digits` checks
-/// it), and only such a line's rank is remembered, and only by the gated
-/// built-in search.
+/// `40`, which they read only right after a level's key (`"level":`;
+/// `the_built_in_patterns_read_digits_as_digits` checks it): a rank is
+/// remembered with the digits there ([`level_digits`]), and only by the
+/// gated built-in search. Whether a line holds a literal of the gate is
+/// its skeleton's too (no literal holds a digit).
 #[derive(Debug, Default)]
 pub(crate) struct Memo {
     slots: Vec<Slot>,
@@ -119,8 +162,9 @@ struct Slot {
     skeleton: Skeleton,
     /// Whether `skeleton` is a line's (a slot starts empty).
     used: bool,
-    /// The rank of its lines: `Some(None)` when they do not match.
-    rank: Option<Option<crate::salient::SalientRank>>,
+    /// How its lines were judged, and the digits a line must have where
+    /// a level's key is followed by a number.
+    judged: Option<(Judged, Verbatim)>,
     /// Its lines' shapes, by rank, and the digits a line must have where
     /// they went into the shape as they are.
     shapes: [Option<(u64, Verbatim)>; 3],
@@ -189,7 +233,7 @@ impl Memo {
             }
             s.skeleton.clone_from(&self.skeleton);
             s.used = true;
-            s.rank = None;
+            s.judged = None;
             s.shapes = [None; 3];
             s.chances = 0;
         }
@@ -201,14 +245,9 @@ impl Memo {
         self.last = None;
     }
 
-    /// The rank remembered for `line`'s skeleton: `Some(None)` when such
-    /// a line does not match, `None` when it is not known.
-    pub(crate) fn rank(&mut self, line: &[u8]) -> Option<Option<crate::salient::SalientRank>> {
-        if memchr::memchr(b'"', line).is_some() {
-            // Its rank may read its digits (a JSON level).
-            self.last = None;
-            return None;
-        }
+    /// How a line of `line`'s skeleton (and of its level's digits) was
+    /// judged, when it is known.
+    pub(crate) fn rank(&mut self, line: &[u8]) -> Option<Judged> {
         let (slot, owned) = self.slot(line, false)?;
         if !owned {
             return None;
@@ -216,17 +255,25 @@ impl Memo {
         // Found: the slot gains a chance.
         let s = &mut self.slots[slot];
         s.chances = (s.chances + 1).min(MAX_CHANCES);
-        s.rank
+        match &s.judged {
+            Some((judged, digits)) if digits.holds(line) => Some(*judged),
+            _ => None,
+        }
     }
 
-    /// Remembers the rank of the line [`rank`](Self::rank) looked up last,
-    /// if its rank may be remembered.
-    pub(crate) fn remember_rank(&mut self, rank: Option<crate::salient::SalientRank>) {
+    /// Remembers how `line`, the line [`rank`](Self::rank) looked up
+    /// last, was judged, unless its level's digits are too many to keep.
+    pub(crate) fn remember_rank(&mut self, line: &[u8], judged: Judged) {
         let Some(l) = self.last else {
             return;
         };
+        debug_assert!(l.at == line.as_ptr() as usize && l.len == line.len());
+        let digits = level_digits(line);
+        if digits.over {
+            return;
+        }
         if self.take(l.slot, l.owned) {
-            self.slots[l.slot].rank = Some(rank);
+            self.slots[l.slot].judged = Some((judged, digits));
             self.last = Some(Last { owned: true, ..l });
         }
     }
@@ -746,10 +793,14 @@ mod tests {
             b"error: disk 1 full".as_slice(),
             b"error: disk 7 full".as_slice(),
         );
+        let error = super::Judged {
+            rank: Some(r),
+            gated: true,
+        };
         assert_eq!(memo.rank(a), None);
-        memo.remember_rank(Some(r));
+        memo.remember_rank(a, error);
         let shape = memo.ranked(a, r);
-        assert_eq!(memo.rank(b), Some(Some(r)), "the rank outlives the shape");
+        assert_eq!(memo.rank(b), Some(error), "the rank outlives the shape");
         assert_eq!((memo.ranked(b, r), memo.made), (shape, 1));
     }
 
@@ -759,24 +810,29 @@ mod tests {
     fn lines_seen_once_do_not_push_out_a_line_that_comes_again() {
         let mut memo = super::Memo::default();
         let again = |n: u64| format!("error: disk {:03} full", n % 1000).into_bytes();
-        assert_eq!(memo.rank(&again(1)), None);
-        memo.remember_rank(Some(SalientRank::Error));
+        let error = super::Judged {
+            rank: Some(SalientRank::Error),
+            gated: true,
+        };
+        let first = again(1);
+        assert_eq!(memo.rank(&first), None);
+        memo.remember_rank(&first, error);
         // Found once: it has a chance.
-        assert_eq!(memo.rank(&again(2)), Some(Some(SalientRank::Error)));
+        assert_eq!(memo.rank(&again(2)), Some(error));
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         for round in 0..400 {
             for _ in 0..40 {
                 x = x.rotate_left(13).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95) ^ 0x1234_5678;
                 let once = format!("warning: object {x:x} moved");
                 if memo.rank(once.as_bytes()).is_none() {
-                    memo.remember_rank(None);
+                    let unmatched = super::Judged {
+                        rank: None,
+                        gated: false,
+                    };
+                    memo.remember_rank(once.as_bytes(), unmatched);
                 }
             }
-            assert_eq!(
-                memo.rank(&again(round)),
-                Some(Some(SalientRank::Error)),
-                "round {round}"
-            );
+            assert_eq!(memo.rank(&again(round)), Some(error), "round {round}");
         }
     }
 
