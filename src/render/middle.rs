@@ -15,28 +15,38 @@ use crate::salient::{Caches, Candidate, Group, LinesAt, Matcher, SalientRank};
 /// string (an OSC title or a DCS may hold some) too: the text has the raw
 /// bytes' lines, so a line found in it is numbered as the raw line.
 pub(crate) fn strip(src: &[u8], out: &mut Vec<u8>) {
-    out.clear();
-    // The text is never longer than the raw bytes: room for it once, not
-    // grown by half again past a chunk (this buffer lives as long as a
-    // stream's scan).
-    out.reserve(src.len());
+    // The text is never longer than the raw bytes (an escape string's
+    // line ends are fewer than its bytes): it is written into room for
+    // all of them, eight bytes a store, and cut to its length at the end.
+    // The room is zeroed only where it grows (this buffer lives as long as
+    // a stream's scan).
+    out.resize(src.len().max(out.len()), 0);
     let n = src.len();
-    let mut i = 0;
-    while i < n {
+    let (mut i, mut o) = (0, 0);
+    loop {
         // Escapes come a few bytes apart in coloured output: eight bytes
-        // at a time find the next one sooner than a vectorized search's
-        // setup.
-        let start = i;
-        while let Some(w) = src.get(i..i + 8) {
-            if has_esc(w) {
-                break;
+        // at a time, each word stored whole (the bytes past an escape in
+        // it are written over next), find the next one sooner than a
+        // vectorized search's setup and copy its text without a call.
+        while let (Some(w), Some(to)) = (src.get(i..i + 8), out.get_mut(o..o + 8)) {
+            to.copy_from_slice(w);
+            match esc_at(w) {
+                None => {
+                    i += 8;
+                    o += 8;
+                }
+                Some(k) => {
+                    i += k;
+                    o += k;
+                    break;
+                }
             }
-            i += 8;
         }
         while i < n && src[i] != 0x1B {
+            out[o] = src[i];
             i += 1;
+            o += 1;
         }
-        out.extend_from_slice(&src[start..i]);
         if i == n {
             break;
         }
@@ -53,20 +63,23 @@ pub(crate) fn strip(src: &[u8], out: &mut Vec<u8>) {
         i = j + len.max(1);
         // Only a string (an OSC title, a DCS) may hold a line end.
         let held = bytecount::count(&src[j..i], b'\n');
-        out.resize(out.len() + held, b'\n');
+        out[o..o + held].fill(b'\n');
+        o += held;
     }
+    out.truncate(o);
 }
 
-/// Whether the eight bytes of `w` hold an ESC.
+/// Where the first ESC of the eight bytes of `w` is, if they hold one.
 #[inline]
-fn has_esc(w: &[u8]) -> bool {
+fn esc_at(w: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     let mut b = [0u8; 8];
     b.copy_from_slice(w);
     // A byte of `x` is zero where `w` has an ESC; the lowest such byte
     // sets its high bit here (others may too, past it).
     let x = u64::from_le_bytes(b) ^ (ONES * 0x1B);
-    x.wrapping_sub(ONES) & !x & (ONES << 7) != 0
+    let found = x.wrapping_sub(ONES) & !x & (ONES << 7);
+    (found != 0).then(|| found.trailing_zeros() as usize / 8)
 }
 
 /// [`strip`] as first written, one vectorized search an escape: the oracle
@@ -735,20 +748,21 @@ mod tests {
     use crate::salient::SalientPatterns;
     use proptest::prelude::*;
 
-    /// Eight bytes hold an ESC exactly when one of them is one, whatever
-    /// the others are.
+    /// The first ESC of eight bytes is found in any place, whatever the
+    /// others are (another ESC after it, or bytes next to it in value).
     #[test]
-    fn has_esc_finds_an_esc_in_any_place() {
+    fn esc_at_finds_the_first_esc_in_any_place() {
         for at in 0..8 {
             for b in 0..=255u8 {
-                for fill in [0u8, 0x1A, 0x1C, 0x9B, 0xFF, b'x'] {
-                    let mut w = [fill; 8];
-                    w[at] = b;
-                    assert_eq!(
-                        has_esc(&w),
-                        w.contains(&0x1B),
-                        "{b:#x} at {at} in {fill:#x}"
-                    );
+                for other in 0..8 {
+                    for b2 in [0x1Bu8, 0x1A, 0x1C, 0, 0x9B, 0xFF, b'x'] {
+                        for fill in [0u8, 0x1A, 0x1C, 0x9B, 0xFF, b'x'] {
+                            let mut w = [fill; 8];
+                            w[other] = b2;
+                            w[at] = b;
+                            assert_eq!(esc_at(&w), w.iter().position(|&c| c == 0x1B), "{w:x?}");
+                        }
+                    }
                 }
             }
         }
@@ -851,7 +865,7 @@ mod tests {
     proptest! {
         /// Text of escapes of every kind, cut anywhere, with line ends
         /// inside strings and between them, strips as the search for each
-        /// escape strips it.
+        /// escape strips it, into a buffer that held anything.
         #[test]
         fn strip_is_strip_by_search(
             parts in proptest::collection::vec(
@@ -861,15 +875,20 @@ mod tests {
                     Just(&b"\x1b(B"[..]), Just(&b"\x1b"[..]), Just(&b"\x1b["[..]),
                     Just(&b"\n"[..]), Just(&b"warning: x"[..]), Just(&b"\r"[..]),
                     Just(&b"\x1b]8;;\x1b\\"[..]), Just(&b"\x1b[38;5;9\n"[..]),
-                    Just(&LONG_CSI[..]),
+                    Just(&LONG_CSI[..]), Just(&b"a text of 23 bytes here"[..]),
+                    Just(&b"E"[..]),
                 ],
                 0..40,
-            )
+            ),
+            left in 0..64usize,
         ) {
             let src = parts.concat();
-            let (mut a, mut b) = (Vec::new(), Vec::new());
+            // Into a buffer that holds other bytes, more or fewer.
+            let (mut a, mut b) = (vec![b'#'; left], Vec::new());
             strip(&src, &mut a);
             strip_by_search(&src, &mut b);
+            prop_assert_eq!(&a, &b);
+            strip(&src, &mut a);
             prop_assert_eq!(a, b);
         }
     }
