@@ -3,14 +3,20 @@
 output users print.
 
     cargo build --release -p spillway-cli
-    python3 benches/kinds.py [SPILLWAY_BIN] [SIZE_MIB] [RUNS] [--before OLD_BIN]
+    python3 benches/kinds.py [SPILLWAY_BIN] [SIZE_MIB] [RUNS] [--before OLD_BIN] [--instructions]
 
 For each kind it writes SIZE_MIB (default 64) of generated output to a
 file, then runs `spillway apply --compress none FILE` with the default
 policy (terminal render, ranked salient lines) and with `--render raw
 --no-salient`, alternating, RUNS times each (default 5), into a fresh
 store each run, and prints the medians, the ratio and the goal: within
-1.15x of the raw path for plain text, 1.5x for every other kind.
+1.15x of the raw path for plain text, 1.5x for every other kind. The ratio
+of CPU time (both threads) is printed beside the wall time's.
+
+With `--instructions`, each run is made once under valgrind's cachegrind
+instead, and the instructions it executed are printed (before, after,
+raw): a count that does not drift with the machine, to compare two builds
+by. It takes about a minute a kind at 16 MiB.
 
 With `--before OLD_BIN`, an older build's default policy runs in the same
 rounds, and its ratio to the same raw path is printed beside the new one:
@@ -21,6 +27,8 @@ an after compare fairly only when measured together.
 import argparse
 import os
 import random
+import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -139,6 +147,7 @@ def write_kind(path, make, size):
 
 def run(binary, path, extra, store):
     shutil.rmtree(store, ignore_errors=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.Popen([binary, "--store", store, "apply", "--quiet", "--compress", "none", *extra, path],
                             stdout=subprocess.DEVNULL)
@@ -151,9 +160,42 @@ def run(binary, path, extra, store):
     finally:
         watchdog.cancel()
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if code != 0:
         raise subprocess.CalledProcessError(code, proc.args)
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
+
+
+def instructions(binary, path, extra, store):
+    """The instructions a run executes, as valgrind's cachegrind counts them
+    (user space only; the threads run one at a time under it)."""
+    shutil.rmtree(store, ignore_errors=True)
+    out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                          binary, "--store", store, "apply", "--quiet", "--compress", "none", *extra, path],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True, timeout=3600)
+    found = re.search(rb"I\s+refs:\s+([\d,]+)", out.stderr)
+    if not found:
+        sys.exit(f"no instruction count in valgrind's report: {out.stderr[-500:]!r}")
+    return int(found.group(1).replace(b",", b""))
+
+
+def count_instructions(binary, before, size, work):
+    """One run of each under cachegrind: a count that does not drift with
+    the machine, to compare two builds by (not the goal's measure)."""
+    if not shutil.which("valgrind"):
+        sys.exit("--instructions needs valgrind")
+    print("| kind of output | before | after | raw | after / before |")
+    print("|---|---:|---:|---:|---:|")
+    for name, make, _ in KINDS:
+        path = os.path.join(work, "input")
+        write_kind(path, make, size)
+        store = os.path.join(work, "store")
+        o = instructions(before or binary, path, [], store)
+        d = instructions(binary, path, [], store)
+        r = instructions(binary, path, ["--render", "raw", "--no-salient"], store)
+        print(f"| {name} | {o / 1e6:.1f} M | {d / 1e6:.1f} M | {r / 1e6:.1f} M | {d / o:.3f} |", flush=True)
+        os.remove(path)
 
 
 def main():
@@ -162,6 +204,8 @@ def main():
     parser.add_argument("size_mib", nargs="?", type=int, default=64)
     parser.add_argument("runs", nargs="?", type=int, default=5)
     parser.add_argument("--before", help="an older build whose default policy is measured in the same rounds")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count each run's instructions under valgrind instead of timing it")
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
     before = os.path.abspath(args.before) if args.before else None
@@ -170,12 +214,21 @@ def main():
         if not os.access(b, os.X_OK):
             sys.exit(f"no spillway binary at {b}: run `cargo build --release -p spillway-cli` first")
     work = tempfile.mkdtemp(prefix="spillway-kinds-")
+    if args.instructions:
+        try:
+            count_instructions(binary, before, size, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
+    # Wall time is the goal's measure; CPU time (both threads, user and
+    # system) is shown beside it, less moved by what else the machine runs.
     if before:
-        print("| kind of output | before | after | raw | before / raw | after / raw | goal |")
-        print("|---|---:|---:|---:|---:|---:|---|")
+        print("| kind of output | before | after | raw | before / raw | after / raw | CPU before / raw"
+              " | CPU after / raw | goal |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     else:
-        print("| kind of output | default | raw | ratio | goal |")
-        print("|---|---:|---:|---:|---|")
+        print("| kind of output | default | raw | ratio | CPU ratio | goal |")
+        print("|---|---:|---:|---:|---:|---|")
     try:
         for name, make, goal in KINDS:
             path = os.path.join(work, "input")
@@ -187,15 +240,17 @@ def main():
                     old.append(run(before, path, [], store))
                 default.append(run(binary, path, [], store))
                 raw.append(run(binary, path, ["--render", "raw", "--no-salient"], store))
-            d, r = statistics.median(default), statistics.median(raw)
+            d, r = (statistics.median(w for w, _ in runs_of) for runs_of in (default, raw))
+            dc, rc = (statistics.median(c for _, c in runs_of) for runs_of in (default, raw))
             mark = "✓" if d / r <= goal else "✗"
             if before:
-                o = statistics.median(old)
+                o = statistics.median(w for w, _ in old)
+                oc = statistics.median(c for _, c in old)
                 print(f"| {name} | {o * 1000:.0f} ms | {d * 1000:.0f} ms | {r * 1000:.0f} ms | {o / r:.2f}x"
-                      f" | {d / r:.2f}x | <= {goal}x {mark} |", flush=True)
+                      f" | {d / r:.2f}x | {oc / rc:.2f}x | {dc / rc:.2f}x | <= {goal}x {mark} |", flush=True)
             else:
-                print(f"| {name} | {d * 1000:.0f} ms | {r * 1000:.0f} ms | {d / r:.2f}x | <= {goal}x {mark} |",
-                      flush=True)
+                print(f"| {name} | {d * 1000:.0f} ms | {r * 1000:.0f} ms | {d / r:.2f}x | {dc / rc:.2f}x"
+                      f" | <= {goal}x {mark} |", flush=True)
             os.remove(path)
     finally:
         shutil.rmtree(work, ignore_errors=True)
