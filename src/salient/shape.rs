@@ -341,28 +341,30 @@ impl Skeleton {
         self.len = line.len();
         // A word with each digit made `0`: per byte, exactly, its low seven
         // bits at least `0` and not past `9`, and its high bit clear (no
-        // sum carries into the next byte).
+        // sum carries into the next byte); a digit's low four bits cleared
+        // (`0x10 - 0x01` in its byte: no borrow crosses a byte).
         let zeroed = |x: u64| {
             let y = x & LOW;
-            let at_least_0 = y.wrapping_add(ONES * (0x80 - 0x30)) & HIGH;
-            let past_9 = y.wrapping_add(ONES * (0x80 - 0x3A)) & HIGH;
+            let at_least_0 = y.wrapping_add(ONES * (0x80 - 0x30));
+            let past_9 = y.wrapping_add(ONES * (0x80 - 0x3A));
             let digits = at_least_0 & !past_9 & !x & HIGH;
-            let bytes = (digits >> 7) * 0xFF;
-            (x & !bytes) | ((ONES * u64::from(b'0')) & bytes)
+            x & !((digits >> 3) - (digits >> 7))
         };
         // Rotated and xored a word at a time, mixed once at the end: the
         // hash only picks a slot, and the slot's skeleton is compared.
         let mut h = self.len as u64;
-        let mut chunks = line.chunks_exact(8);
-        let mut words = self.words.iter_mut();
-        for (c, w) in (&mut chunks).zip(&mut words) {
+        let chunks = line.chunks_exact(8);
+        let rest = chunks.remainder();
+        let full = line.len() / 8;
+        // As many words as whole chunks: one bound for both.
+        let (words, after) = self.words.split_at_mut(full);
+        for (c, w) in chunks.zip(words) {
             let mut b = [0u8; 8];
             b.copy_from_slice(c);
             *w = zeroed(u64::from_le_bytes(b));
             h = h.rotate_left(7) ^ *w;
         }
-        let rest = chunks.remainder();
-        if let (false, Some(w)) = (rest.is_empty(), words.next()) {
+        if let (false, Some(w)) = (rest.is_empty(), after.first_mut()) {
             // The last bytes as one word, their unused bytes zero: read as
             // the line's last eight bytes, shifted, where it has eight (a
             // copy of a few bytes into a word and a read of it would wait
