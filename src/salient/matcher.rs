@@ -487,7 +487,11 @@ impl Matcher {
     /// gate (its first is `hit`), if it matches. Which pattern matches
     /// first needs only the match's end. No literal starts before the
     /// gate's first one, so a line whose first is a level's, and which
-    /// holds no other, can only match the level patterns.
+    /// holds no other, can only match the level patterns. Kept out of
+    /// [`find`](Self::find), which a flood enters once a line and mostly
+    /// answers from the memory: inlined, its searches' state made that
+    /// call's every entry cost as much as a skeleton.
+    #[inline(never)]
     fn judge(
         &self,
         gate: &Gate,
