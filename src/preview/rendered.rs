@@ -15,7 +15,7 @@ use crate::render::terminal::Span;
 use std::collections::HashMap;
 
 use crate::render::{MiddleLines, Parts};
-use crate::salient::{shape, Candidate, Group, Matcher, SalientRank};
+use crate::salient::{shape, Candidate, Group, LinesAt, Matcher, SalientRank};
 
 /// What the rendered preview is made from.
 pub(crate) struct Rendered<'a> {
@@ -46,7 +46,8 @@ fn scan(side: &Side, from: usize, to: usize, matcher: &Matcher, out: &mut Vec<Gr
             out.push(copies(line, f, rank, None));
         }
     }
-    for (r, rank) in matcher.lines(text.as_bytes(), &mut caches) {
+    let mut at = LinesAt::default();
+    while let Some((r, rank)) = matcher.next_line(text.as_bytes(), &mut at, &mut caches) {
         let start = from + r.start;
         // Only whole lines: the part's first line may be cut.
         if start > 0 && side.text.as_bytes()[start - 1] != b'\n' {
@@ -57,13 +58,10 @@ fn scan(side: &Side, from: usize, to: usize, matcher: &Matcher, out: &mut Vec<Gr
             continue;
         };
         let line = &text[r];
-        let c = Candidate::new(
-            line,
-            a.line,
-            (a.raw, b.raw.max(a.raw)),
-            rank,
-            shape::ranked(line.as_bytes(), rank),
-        );
+        // From the memory of recent lines, as the middle's lines are: the
+        // line it just looked up, or one of its skeleton.
+        let shape = matcher.shape(line.as_bytes(), rank, &mut caches);
+        let c = Candidate::new(line, a.line, (a.raw, b.raw.max(a.raw)), rank, shape);
         match side.fold_at(end).filter(|f| f.at < to) {
             Some(f) => out.push(copies(line, f, rank, Some(c))),
             None => out.push(Group::one(c)),

@@ -556,7 +556,10 @@ impl Matcher {
     }
 
     /// The ranges of the lines of `text` that match (without their `\n`),
-    /// with their ranks.
+    /// with their ranks (the tests' way through a text; the scans call
+    /// [`next_line`](Self::next_line), so that they can shape each line with
+    /// the same search state).
+    #[cfg(test)]
     pub(crate) fn lines<'a>(
         &'a self,
         text: &'a [u8],
