@@ -94,10 +94,23 @@ pub(crate) struct Remote<T> {
 
 impl<T: Feed> Offload<T> {
     /// Feeds `data`; `fed` bytes came before it. Past [`THREAD_AFTER`] the
-    /// consumer moves to a thread from `budget` first.
+    /// consumer moves to a thread from `budget` first; a write that crosses
+    /// it (a whole input written at once) is split there, so that its rest
+    /// is read on the thread too.
     pub(crate) fn feed(self, data: &[u8], fed: u64, budget: &Parallelism) -> Self {
         let mut this = match self {
-            Offload::Here(t) if fed >= THREAD_AFTER => match Remote::start(t, budget) {
+            Offload::Here(mut t) if fed < THREAD_AFTER => {
+                let here =
+                    usize::try_from(THREAD_AFTER - fed).map_or(data.len(), |n| n.min(data.len()));
+                t.feed(&data[..here]);
+                let rest = &data[here..];
+                return if rest.is_empty() {
+                    Offload::Here(t)
+                } else {
+                    Offload::Here(t).feed(rest, THREAD_AFTER, budget)
+                };
+            }
+            Offload::Here(t) => match Remote::start(t, budget) {
                 Ok(r) => Offload::Thread(r),
                 Err(t) => Offload::Here(t),
             },
@@ -187,7 +200,16 @@ mod tests {
     fn a_consumer_on_a_thread_sees_every_byte_in_order() {
         let input: Vec<u8> = (0..(5u32 << 20) + 12345).map(|i| (i % 251) as u8).collect();
         // With a thread in the budget, and with none (the one fallback).
-        for (piece, threads) in [(1000, 1), (256 << 10, 1), (3 << 20, 1), (256 << 10, 0)] {
+        // One write of it all, as `Spiller::apply` makes, moves too.
+        let whole = input.len();
+        for (piece, threads) in [
+            (1000, 1),
+            (256 << 10, 1),
+            (3 << 20, 1),
+            (whole, 1),
+            (256 << 10, 0),
+            (whole, 0),
+        ] {
             let budget = Parallelism::new(threads);
             let mut o = Offload::Here(Digest(blake3::Hasher::new(), 0));
             let mut fed = 0u64;

@@ -237,15 +237,8 @@ impl Spilling {
     /// Feeds a chunk to every consumer, the salient scan too if `scan`.
     fn feed_consumers(&mut self, chunk: &[u8], scan: bool) {
         self.tail.push(chunk);
-        if let Some(mut j) = self.json.take() {
-            // A MiB at a time, so that a whole input (`Spiller::apply`) is
-            // read on the JSON preview's thread past its first MiB too.
-            let mut fed = self.measure.bytes();
-            for part in chunk.chunks(crate::offload::CHUNK) {
-                j = j.feed(part, fed, &self.budget);
-                fed += part.len() as u64;
-            }
-            self.json = Some(j);
+        if let Some(j) = self.json.take() {
+            self.json = Some(j.feed(chunk, self.measure.bytes(), &self.budget));
         }
         for piece in chunk.chunks(PIECE) {
             self.feed_piece(piece, scan);
