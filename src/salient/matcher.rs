@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use regex_automata::meta;
 use regex_automata::{HalfMatch, Input, Match};
 
-use super::shape::Judged;
+use super::shape::{Judged, LEVEL_KEYS, LEVEL_PATTERN};
 use super::{one_line, SalientPattern, SalientRank};
 
 /// Literals one of which every line the built-in patterns match holds
@@ -71,9 +71,6 @@ const GATE: &[&str] = &[
 /// every pattern (a JSON log's every line names its level).
 /// `a_line_with_only_a_level_literal_ranks_as_with_every_pattern` checks it.
 const WEAK: &[&str] = &["level", "lvl=", "lvl\"", "severity"];
-
-/// What a pattern that names a level holds.
-const LEVEL_PATTERN: &str = "(?:level|lvl|severity)";
 
 /// Finds the lines that match, and their ranks.
 ///
@@ -439,19 +436,19 @@ impl Matcher {
                     None => missed = Some(end),
                 }
             }
-            let no_literal = Judged {
-                rank: None,
-                gated: false,
-            };
             let Some(hit) = cur.next(pos, || gate.next(text, pos)) else {
                 if let Some(end) = missed {
-                    caches.memo.remember_rank(&text[pos..end], no_literal);
+                    caches
+                        .memo
+                        .remember_rank(&text[pos..end], Judged::NO_LITERAL);
                 }
                 return None;
             };
             let g = hit.at;
             if let Some(end) = missed.filter(|&end| g > end) {
-                caches.memo.remember_rank(&text[pos..end], no_literal);
+                caches
+                    .memo
+                    .remember_rank(&text[pos..end], Judged::NO_LITERAL);
                 pos = end + 1;
                 continue;
             }
@@ -646,7 +643,7 @@ fn level_rank(
     weak: &Weak,
 ) -> Option<SalientRank> {
     for &at in &weak.at[..weak.len] {
-        let key = [&b"severity"[..], b"level", b"lvl"]
+        let key = LEVEL_KEYS
             .into_iter()
             .find(|k| text[at..end].starts_with(k))
             .map_or(0, <[u8]>::len);

@@ -444,8 +444,8 @@ mod tests {
         assert!(a.len() >= 8, "{a:?}");
     }
 
-    /// The memo of a gated search ranks a line without `"` as every line
-    /// of its skeleton (its digits made `0`) and of its level's digits:
+    /// The memo of a gated search ranks a line as every line of its
+    /// skeleton (its digits made `0`) and of its level's digits:
     /// every built-in pattern reads a digit as a digit (its literals hold
     /// none, and a class holds all ten or none), but the JSON levels' `50`,
     /// `60` and `40`, which are read only as the run of digits right after
@@ -504,9 +504,8 @@ mod tests {
             }
         }
         for p in reading {
-            let rest = p
-                .strip_prefix(r#""(?:level|lvl|severity)"[ \t]*:[ \t]*"#)
-                .unwrap_or_else(|| panic!("{p}"));
+            let key = format!(r#""{}"[ \t]*:[ \t]*"#, shape::LEVEL_PATTERN);
+            let rest = p.strip_prefix(&key).unwrap_or_else(|| panic!("{p}"));
             assert!(!reads_digits(&parse(&p[..p.len() - rest.len()])), "{p}");
             let rest = parse(rest);
             let branches = match rest.kind() {

@@ -77,6 +77,14 @@ impl Verbatim {
     }
 }
 
+/// What a pattern that names a level holds: one of [`LEVEL_KEYS`].
+pub(super) const LEVEL_PATTERN: &str = "(?:level|lvl|severity)";
+
+/// The keys that name a level, as [`LEVEL_PATTERN`] has them (none is a
+/// prefix of another). `level_pattern_names_the_level_keys` checks that
+/// the two agree.
+pub(super) const LEVEL_KEYS: [&[u8]; 3] = [b"level", b"lvl", b"severity"];
+
 /// How a line was judged: its rank (`None` when it does not match), and
 /// whether it holds a literal of the gate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,26 +93,35 @@ pub(crate) struct Judged {
     pub(crate) gated: bool,
 }
 
+impl Judged {
+    /// A line that holds no literal of the gate: it does not match.
+    pub(crate) const NO_LITERAL: Judged = Judged {
+        rank: None,
+        gated: false,
+    };
+}
+
 /// The digits of `line` right after a JSON level's key (`"level":`,
 /// `"lvl" : `, `"severity":`), the only digits a built-in pattern reads as
 /// they are (`50`, `60`, `40`), each run whole. Where they are depends on
 /// the line's other bytes alone, the same for every line of its skeleton.
 fn level_digits(line: &[u8]) -> Verbatim {
+    let blank = |i: &mut usize| {
+        while matches!(line.get(*i), Some(b' ' | b'\t')) {
+            *i += 1;
+        }
+    };
     let mut out = Verbatim::default();
     for q in memchr::memchr_iter(b'"', line) {
         let rest = &line[q + 1..];
-        let Some(key) = [&b"level\""[..], b"lvl\"", b"severity\""]
+        let Some(key) = LEVEL_KEYS
             .into_iter()
-            .find(|k| rest.starts_with(k))
+            .find(|k| rest.starts_with(k) && rest.get(k.len()) == Some(&b'"'))
         else {
             continue;
         };
-        let blank = |i: &mut usize| {
-            while matches!(line.get(*i), Some(b' ' | b'\t')) {
-                *i += 1;
-            }
-        };
-        let mut i = q + 1 + key.len();
+        // Past the key and its closing quote.
+        let mut i = q + 1 + key.len() + 1;
         blank(&mut i);
         if line.get(i) != Some(&b':') {
             continue;
@@ -783,6 +800,22 @@ mod tests {
         assert_ne!(key, p99);
         assert_eq!(p99, memo.ranked(br#"{"p99":7,"msg":"slow"}"#, r));
         assert_eq!(memo.made, 5);
+    }
+
+    /// The level patterns' alternation names exactly the keys the memory
+    /// and the anchored level search look for.
+    #[test]
+    fn level_pattern_names_the_level_keys() {
+        let keys: Vec<String> = super::LEVEL_KEYS
+            .iter()
+            .map(|k| String::from_utf8(k.to_vec()).unwrap())
+            .collect();
+        assert_eq!(super::LEVEL_PATTERN, format!("(?:{})", keys.join("|")));
+        for a in super::LEVEL_KEYS {
+            for b in super::LEVEL_KEYS {
+                assert!(a == b || !a.starts_with(b), "{a:?} {b:?}");
+            }
+        }
     }
 
     /// A line looked up, judged and shaped leaves its rank and its shape
