@@ -15,7 +15,7 @@ use crate::render::terminal::Span;
 use std::collections::HashMap;
 
 use crate::render::{MiddleLines, Parts};
-use crate::salient::{shape, Candidate, Group, LinesAt, Matcher, SalientRank};
+use crate::salient::{Candidate, Group, LinesAt, Matcher, SalientRank};
 
 /// What the rendered preview is made from.
 pub(crate) struct Rendered<'a> {
@@ -43,7 +43,8 @@ fn scan(side: &Side, from: usize, to: usize, matcher: &Matcher, out: &mut Vec<Gr
             .map_or(0, |i| i + 1);
         let line = &side.text[above..from.saturating_sub(1)];
         if let Some(rank) = matcher.line_rank(line.as_bytes(), &mut caches) {
-            out.push(copies(line, f, rank, None));
+            let shape = matcher.shape(line.as_bytes(), rank, &mut caches);
+            out.push(copies(line, f, rank, shape, None));
         }
     }
     let mut at = LinesAt::default();
@@ -63,16 +64,22 @@ fn scan(side: &Side, from: usize, to: usize, matcher: &Matcher, out: &mut Vec<Gr
         let shape = matcher.shape(line.as_bytes(), rank, &mut caches);
         let c = Candidate::new(line, a.line, (a.raw, b.raw.max(a.raw)), rank, shape);
         match side.fold_at(end).filter(|f| f.at < to) {
-            Some(f) => out.push(copies(line, f, rank, Some(c))),
+            Some(f) => out.push(copies(line, f, rank, shape, Some(c))),
             None => out.push(Group::one(c)),
         }
     }
     matcher.give_back(caches);
 }
 
-/// The group of `fold`'s copies of `line`, after `shown` if it is there.
-fn copies(line: &str, fold: &Fold, rank: SalientRank, shown: Option<Candidate>) -> Group {
-    let shape = shape::ranked(line.as_bytes(), rank);
+/// The group of `fold`'s copies of `line` (of `rank` and `shape`), after
+/// `shown` if it is there.
+fn copies(
+    line: &str,
+    fold: &Fold,
+    rank: SalientRank,
+    shape: u64,
+    shown: Option<Candidate>,
+) -> Group {
     let at = |s: Span| Candidate::new(line, s.line, (s.raw, s.raw_end), rank, shape);
     let mut g = Group::one(at(fold.first));
     if fold.copies > 1 {
