@@ -157,6 +157,11 @@ def run(binary, path, extra, store):
     watchdog.start()
     try:
         code = proc.wait()
+    except BaseException:
+        # Interrupted: the run does not outlive the bench.
+        proc.kill()
+        proc.wait()
+        raise
     finally:
         watchdog.cancel()
     elapsed = time.perf_counter() - start

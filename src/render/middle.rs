@@ -847,7 +847,7 @@ mod tests {
                     .collect();
                 assert_eq!(
                     got, want,
-                    "{size} bytes, one line in {every} matched, warm {warm}"
+                    "{size} bytes, one line in {every} matched, JSON {json_between}, warm {warm}"
                 );
                 assert_eq!(found.newlines, i, "{size}");
             }
