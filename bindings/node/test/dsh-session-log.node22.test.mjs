@@ -6,8 +6,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readdirSync } from 'node:fs'
-import os from 'node:os'
+import { readdirSync } from 'node:fs'
 import path from 'node:path'
 import readline from 'node:readline'
 
@@ -22,7 +21,7 @@ import { WorkerThreadCodeRuntime } from '@deepseek-ai/dsh-code-runtime-worker-th
 import * as SpillPolicy from 'spillway/dsh'
 import { SpillwaySpillStore } from 'spillway/dsh'
 import { Store } from 'spillway'
-import { cli, logText } from './helpers.mjs'
+import { cli, logText, tempDir } from './helpers.mjs'
 
 /** One DSH turn: a run_code call whose nested call's output is spilled. */
 async function writeSession (dir) {
@@ -82,7 +81,7 @@ async function view (store, log) {
 }
 
 test('spillway view reads a session log DSH\'s packages wrote: one card, its nested call inside, the notice expandable', async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'spillway-dsh-log-'))
+  const dir = tempDir('spillway-dsh-log-')
   const { log, root } = await writeSession(dir)
   const v = await view(root, log)
   try {

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { spawnSync } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -6,9 +6,22 @@ import { fileURLToPath } from 'node:url'
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..')
 
+const made = []
+// Each test file runs in a process of its own: what it made goes with it.
+process.on('exit', () => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true })
+})
+
+/** A fresh directory, removed when the test process exits. */
+export function tempDir(prefix = 'spillway-node-') {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix))
+  made.push(dir)
+  return dir
+}
+
 /** A fresh directory for a store. */
 export function tempStore() {
-  return path.join(mkdtempSync(path.join(tmpdir(), 'spillway-node-')), 'store')
+  return path.join(tempDir(), 'store')
 }
 
 /** A workspace binary: the env var names it, else the debug build, built if missing. */
