@@ -274,23 +274,40 @@ fn pick(found: &Found, room: usize, max_lines: u64) -> Vec<Show> {
     let Some(top) = groups.iter().map(|g| g.rank).max() else {
         return show;
     };
-    let fits = |show: &[Show]| {
-        let (lines, len) = block(found, show);
-        len <= room && (lines.is_empty() || (lines.len() as u64) < max_lines)
+    // The block's lines and their length (without the header) as shown
+    // so far: a try changes one group's, so it is not built again (a
+    // block of many shapes was built once a try, each time whole).
+    let mut shown = (0usize, 0usize);
+    let of = |g: &Group, s: Show| {
+        let mut lines = Vec::with_capacity(2);
+        group_lines(g, s, &mut lines);
+        (lines.len(), lines.iter().map(Line::len).sum::<usize>())
     };
-    let try_show = |show: &mut Vec<Show>, i: usize, last: bool| {
+    let mut try_show = |show: &mut Vec<Show>, i: usize, last: bool| {
         let before = show[i];
+        let mut after = before;
         if last {
             if groups[i].last.is_none() {
-                show[i].first = true;
+                after.first = true;
             } else {
-                show[i].last = true;
+                after.last = true;
             }
         } else {
-            show[i].first = true;
+            after.first = true;
         }
-        if !fits(show) {
-            show[i] = before;
+        let (was, was_len) = of(&groups[i], before);
+        let (is, is_len) = of(&groups[i], after);
+        let lines = shown.0 - was + is;
+        let body = shown.1 - was_len + is_len;
+        // As `block` measures it.
+        let len = if lines == 0 {
+            0
+        } else {
+            header(lines, found).len() + body
+        };
+        if len <= room && (lines == 0 || (lines as u64) < max_lines) {
+            show[i] = after;
+            shown = (lines, body);
         }
     };
     let tops = || (0..groups.len()).filter(|&i| groups[i].rank == top);
@@ -308,6 +325,15 @@ fn pick(found: &Found, room: usize, max_lines: u64) -> Vec<Show> {
     for &i in &order {
         try_show(&mut show, i, true);
     }
+    debug_assert_eq!(
+        block(found, &show).1,
+        if shown.0 == 0 {
+            0
+        } else {
+            header(shown.0, found).len() + shown.1
+        },
+        "the tally is the block's length"
+    );
     show
 }
 
