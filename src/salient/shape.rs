@@ -137,8 +137,8 @@ fn level_digits(line: &[u8]) -> Verbatim {
 }
 
 /// The ranks and shapes of the lines a scan judged lately, by their
-/// skeleton: the line with each digit made `0`, made a word of eight bytes
-/// at a time, far cheaper than a search or a shape. In a flood of one
+/// skeleton: the line with each digit made `0`, made sixteen bytes at a
+/// time, far cheaper than a search or a shape. In a flood of one
 /// message's lines most are found here.
 ///
 /// A shape reads a digit as a digit, whichever it is, so two lines of one
@@ -321,20 +321,23 @@ impl Memo {
     }
 }
 
-/// A line of at most [`MEMO_LINE`] bytes with each digit made `0`, eight
-/// bytes a word (the last word's unused bytes are zero), and its length.
+/// A line of at most [`MEMO_LINE`] bytes with each digit made `0`, and
+/// its length. Compared and hashed eight bytes a word: the last word's
+/// bytes past the line are zero.
 #[derive(Clone, Debug)]
 struct Skeleton {
-    words: [u64; SKELETON_WORDS],
+    bytes: [u8; SKELETON_BYTES],
     len: usize,
 }
 
-const SKELETON_WORDS: usize = MEMO_LINE / 8 + 1;
+/// Room for the longest line, and for the eight zero bytes written past
+/// its end, in blocks of sixteen.
+const SKELETON_BYTES: usize = MEMO_LINE + 16;
 
 impl Default for Skeleton {
     fn default() -> Skeleton {
         Skeleton {
-            words: [0; SKELETON_WORDS],
+            bytes: [0; SKELETON_BYTES],
             len: 0,
         }
     }
@@ -342,60 +345,56 @@ impl Default for Skeleton {
 
 impl PartialEq for Skeleton {
     fn eq(&self, other: &Skeleton) -> bool {
-        let n = self.len.div_ceil(8);
-        self.len == other.len && self.words[..n] == other.words[..n]
+        let n = self.len.div_ceil(8) * 8;
+        self.len == other.len && self.bytes[..n] == other.bytes[..n]
     }
+}
+
+/// Sixteen bytes with each digit made `0`: written byte by byte, compiled
+/// to a few vector instructions (a digit is a byte whose distance from
+/// `0` is under ten).
+#[inline(always)]
+fn zeroed(block: &[u8; 16]) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for (o, &b) in out.iter_mut().zip(block) {
+        *o = if b.wrapping_sub(b'0') < 10 { b'0' } else { b };
+    }
+    out
 }
 
 impl Skeleton {
     /// Makes this the skeleton of `line` (at most [`MEMO_LINE`] bytes),
     /// and gives its hash.
     fn make(&mut self, line: &[u8]) -> u64 {
-        const LOW: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-        const HIGH: u64 = 0x8080_8080_8080_8080;
-        const ONES: u64 = 0x0101_0101_0101_0101;
         debug_assert!(line.len() <= MEMO_LINE);
-        self.len = line.len();
-        // A word with each digit made `0`: per byte, exactly, its low seven
-        // bits at least `0` and not past `9`, and its high bit clear (no
-        // sum carries into the next byte); a digit's low four bits cleared
-        // (`0x10 - 0x01` in its byte: no borrow crosses a byte).
-        let zeroed = |x: u64| {
-            let y = x & LOW;
-            let at_least_0 = y.wrapping_add(ONES * (0x80 - 0x30));
-            let past_9 = y.wrapping_add(ONES * (0x80 - 0x3A));
-            let digits = at_least_0 & !past_9 & !x & HIGH;
-            x & !((digits >> 3) - (digits >> 7))
-        };
+        let len = line.len();
+        self.len = len;
+        let full = len / 16;
+        let (blocks, after) = self.bytes.split_at_mut(16 * full);
+        for (c, o) in line.chunks_exact(16).zip(blocks.chunks_exact_mut(16)) {
+            let c: &[u8; 16] = c.try_into().expect("a block of 16");
+            o.copy_from_slice(&zeroed(c));
+        }
+        if !len.is_multiple_of(16) {
+            if len >= 16 {
+                // The line's last sixteen bytes, where they are: the ones
+                // a block above made already are made the same again.
+                let last: &[u8; 16] = line[len - 16..].try_into().expect("16 bytes");
+                self.bytes[len - 16..len].copy_from_slice(&zeroed(last));
+            } else {
+                let mut short = [0u8; 16];
+                short[..len].copy_from_slice(line);
+                after[..16].copy_from_slice(&zeroed(&short));
+            }
+            // The last word's bytes past the line.
+            self.bytes[len..len + 8].fill(0);
+        }
         // Rotated and xored a word at a time, mixed once at the end: the
         // hash only picks a slot, and the slot's skeleton is compared.
-        let mut h = self.len as u64;
-        let chunks = line.chunks_exact(8);
-        let rest = chunks.remainder();
-        let full = line.len() / 8;
-        // As many words as whole chunks: one bound for both.
-        let (words, after) = self.words.split_at_mut(full);
-        for (c, w) in chunks.zip(words) {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(c);
-            *w = zeroed(u64::from_le_bytes(b));
-            h = h.rotate_left(7) ^ *w;
-        }
-        if let (false, Some(w)) = (rest.is_empty(), after.first_mut()) {
-            // The last bytes as one word, their unused bytes zero: read as
-            // the line's last eight bytes, shifted, where it has eight (a
-            // copy of a few bytes into a word and a read of it would wait
-            // on the copy).
-            let x = match line.len().checked_sub(8) {
-                Some(from) => {
-                    let mut b = [0u8; 8];
-                    b.copy_from_slice(&line[from..]);
-                    u64::from_le_bytes(b) >> (8 * (8 - rest.len()))
-                }
-                None => rest.iter().rev().fold(0, |x, &b| (x << 8) | u64::from(b)),
-            };
-            *w = zeroed(x);
-            h = h.rotate_left(7) ^ *w;
+        let mut h = len as u64;
+        for w in self.bytes[..len.div_ceil(8) * 8].chunks_exact(8) {
+            let w: [u8; 8] = w.try_into().expect("a word");
+            h = h.rotate_left(7) ^ u64::from_le_bytes(w);
         }
         (h ^ (h >> 29)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
     }
@@ -403,9 +402,7 @@ impl Skeleton {
     /// Its bytes.
     #[cfg(test)]
     fn bytes(&self) -> Vec<u8> {
-        let mut out: Vec<u8> = self.words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        out.truncate(self.len);
-        out
+        self.bytes[..self.len].to_vec()
     }
 }
 
@@ -725,6 +722,18 @@ mod tests {
                     assert_eq!(out.bytes(), want, "byte {b} at {at} of {len}");
                 }
             }
+        }
+        // A skeleton made where a longer one was is the one made fresh,
+        // and hashes the same: nothing of the longer one is left in the
+        // bytes it is compared and hashed by.
+        let long = vec![0xFFu8; super::MEMO_LINE];
+        for len in 0..=super::MEMO_LINE {
+            let line: Vec<u8> = (0..len).map(|i| b"a1 \x00"[i % 4]).collect();
+            let mut fresh = super::Skeleton::default();
+            let want = fresh.make(&line);
+            out.make(&long);
+            assert_eq!(out.make(&line), want, "the hash, at {len}");
+            assert_eq!(out, fresh, "the skeleton, at {len}");
         }
         let mut other = super::Skeleton::default();
         out.make(b"ab1");
