@@ -56,16 +56,22 @@ sanitizer=${SPILLWAY_FUZZ_SANITIZER:-none}
 # One instrumented build of every target, then each one runs.
 cargo fuzz build -s "$sanitizer"
 mkdir -p ../target/fuzz-logs
+tmp=""
+trap 'rm -rf "$tmp"' EXIT
 for target in "${targets[@]}"; do
     mkdir -p "corpus/$target"
     log="../target/fuzz-logs/$target.log"
-    if ! cargo fuzz run -s "$sanitizer" "$target" "corpus/$target" "seeds/$target" -- \
+    # A run ends by exiting, so a target's temporary store is never
+    # dropped: each run gets a temporary folder of its own, removed after.
+    tmp=$(mktemp -d)
+    if ! TMPDIR="$tmp" cargo fuzz run -s "$sanitizer" "$target" "corpus/$target" "seeds/$target" -- \
         -max_total_time="$seconds" -dict=spillway.dict \
         -rss_limit_mb=4096 -print_final_stats=1 > "$log" 2>&1; then
         tail -n 60 "$log" >&2
         echo "fuzz target $target failed (its input is in fuzz/artifacts/$target)" >&2
         exit 1
     fi
+    rm -rf "$tmp"
     echo "$target: $(grep -E '^stat::number_of_executed_units' "$log" | tr -s ' ')"
 done
 echo "fuzz: ${#targets[@]} targets clean after $seconds s each"

@@ -31,6 +31,14 @@ fn inputs(target: &str) -> Vec<(String, Vec<u8>)> {
 /// test's feet.
 #[test]
 fn every_saved_fuzz_failure_now_passes() {
+    // The store's folder is removed when the test ends, failed or not.
+    struct RemoveStore;
+    impl Drop for RemoveStore {
+        fn drop(&mut self) {
+            common::remove_store();
+        }
+    }
+    let _remove = RemoveStore;
     oracle_target_regressions();
     stage_target_regressions();
     render_target_regressions();

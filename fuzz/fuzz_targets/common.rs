@@ -24,6 +24,15 @@ pub fn store() -> &'static Store {
         .1
 }
 
+/// Removes the process's store and its temporary folder. A static is
+/// never dropped: a test done with the store calls this (a fuzz run's
+/// store goes with the temporary folder `fuzz/run.sh` gives it).
+pub fn remove_store() {
+    if let Some(dir) = store().location().as_dir().and_then(|d| d.parent()) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 /// Removes what an iteration stored, so the disk does not fill.
 pub fn clean(store: &Store) {
     let _ = std::fs::remove_dir_all(

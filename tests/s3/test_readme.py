@@ -27,6 +27,9 @@ def test_readme_example_runs_as_written(tmp_path, moto):
     # spillway, and a python3 with boto3 (this one).
     env["PATH"] = os.pathsep.join([str(Path(BIN).parent), str(Path(sys.executable).parent), env["PATH"]])
     env["SPILLWAY_S3_CACHE"] = str(tmp_path / "cache")
+    # What the script makes with mktemp goes in this test's folder.
+    (tmp_path / "tmp").mkdir()
+    env["TMPDIR"] = str(tmp_path / "tmp")
     p = subprocess.run(["bash", "-euo", "pipefail", "-c", script], env=env, capture_output=True, timeout=300)
     assert p.returncode == 0, p.stderr.decode()
     assert p.stdout.decode() == expected

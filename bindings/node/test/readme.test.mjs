@@ -5,7 +5,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { spawnSync } from 'node:child_process'
 import path from 'node:path'
 
-import { REPO } from './helpers.mjs'
+import { REPO, tempDir } from './helpers.mjs'
 
 test('the docs\' Node.js examples run as written', () => {
   const readme = readFileSync(path.join(REPO, 'docs', 'integrations.md'), 'utf8')
@@ -17,7 +17,10 @@ test('the docs\' Node.js examples run as written', () => {
     const file = path.join(REPO, 'bindings', 'node', 'test', `_readme_${i}.mjs`)
     writeFileSync(file, code)
     try {
-      const r = spawnSync(process.execPath, [file], { encoding: 'utf8' })
+      // The folders an example makes in the temporary folder go in one
+      // of its own, removed with the test's.
+      const env = { ...process.env, TMPDIR: tempDir('spillway-readme-') }
+      const r = spawnSync(process.execPath, [file], { encoding: 'utf8', env })
       assert.equal(r.status, 0, r.stderr)
       assert.ok(!r.stdout.includes('false'), `every check the example prints is true:\n${r.stdout}`)
     } finally {
