@@ -249,6 +249,16 @@ fn header(shown: usize, found: &Found) -> String {
     )
 }
 
+/// The length of a block of `lines` lines whose own bytes are `body`: with
+/// its header, or none when it has no line.
+fn block_len(found: &Found, lines: usize, body: usize) -> usize {
+    if lines == 0 {
+        0
+    } else {
+        header(lines, found).len() + body
+    }
+}
+
 /// The block's lines, in line order, and its length with its header.
 fn block<'a>(found: &'a Found, show: &[Show]) -> (Vec<Line<'a>>, usize) {
     let mut lines = Vec::new();
@@ -256,11 +266,7 @@ fn block<'a>(found: &'a Found, show: &[Show]) -> (Vec<Line<'a>>, usize) {
         group_lines(g, *s, &mut lines);
     }
     lines.sort_by_key(|l| l.c.line);
-    let len = if lines.is_empty() {
-        0
-    } else {
-        header(lines.len(), found).len() + lines.iter().map(Line::len).sum::<usize>()
-    };
+    let len = block_len(found, lines.len(), lines.iter().map(Line::len).sum());
     (lines, len)
 }
 
@@ -299,13 +305,7 @@ fn pick(found: &Found, room: usize, max_lines: u64) -> Vec<Show> {
         let (is, is_len) = of(&groups[i], after);
         let lines = shown.0 - was + is;
         let body = shown.1 - was_len + is_len;
-        // As `block` measures it.
-        let len = if lines == 0 {
-            0
-        } else {
-            header(lines, found).len() + body
-        };
-        if len <= room && (lines == 0 || (lines as u64) < max_lines) {
+        if block_len(found, lines, body) <= room && (lines == 0 || (lines as u64) < max_lines) {
             show[i] = after;
             shown = (lines, body);
         }
@@ -327,11 +327,7 @@ fn pick(found: &Found, room: usize, max_lines: u64) -> Vec<Show> {
     }
     debug_assert_eq!(
         block(found, &show).1,
-        if shown.0 == 0 {
-            0
-        } else {
-            header(shown.0, found).len() + shown.1
-        },
+        block_len(found, shown.0, shown.1),
         "the tally is the block's length"
     );
     show
@@ -529,4 +525,97 @@ pub(crate) fn build_rendered(
         },
         lines,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{block, pick, Found, Show};
+    use crate::salient::{Candidate, Group, SalientRank};
+    use proptest::prelude::*;
+
+    /// The choice as first written: the whole block built for every line
+    /// tried. The oracle `pick`'s tally is checked against.
+    fn pick_by_blocks(found: &Found, room: usize, max_lines: u64) -> Vec<(bool, bool)> {
+        let groups = &found.groups;
+        let mut show = vec![Show::default(); groups.len()];
+        let Some(top) = groups.iter().map(|g| g.rank).max() else {
+            return Vec::new();
+        };
+        let fits = |show: &[Show]| {
+            let (lines, len) = block(found, show);
+            len <= room && (lines.is_empty() || (lines.len() as u64) < max_lines)
+        };
+        let try_show = |show: &mut Vec<Show>, i: usize, last: bool| {
+            let before = show[i];
+            if last && groups[i].last.is_some() {
+                show[i].last = true;
+            } else {
+                show[i].first = true;
+            }
+            if !fits(show) {
+                show[i] = before;
+            }
+        };
+        let tops = || (0..groups.len()).filter(|&i| groups[i].rank == top);
+        if let Some(first) = tops().min_by_key(|&i| groups[i].first.line) {
+            try_show(&mut show, first, false);
+        }
+        if let Some(last) = tops().max_by_key(|&i| groups[i].last_line().line) {
+            try_show(&mut show, last, true);
+        }
+        let mut order: Vec<usize> = (0..groups.len()).collect();
+        order.sort_by_key(|&i| (std::cmp::Reverse(groups[i].rank), groups[i].first.line));
+        for &i in &order {
+            try_show(&mut show, i, false);
+        }
+        for &i in &order {
+            try_show(&mut show, i, true);
+        }
+        show.iter().map(|s| (s.first, s.last)).collect()
+    }
+
+    proptest! {
+        /// `pick` chooses what building the whole block for every try
+        /// chose, from a room that takes none of the lines to one that
+        /// takes them all, the common case (a few lines over) among them.
+        #[test]
+        fn pick_chooses_as_whole_blocks_do(
+            groups in proptest::collection::vec(
+                (0..3u8, 1..6u64, 0..120usize, 0..120usize),
+                0..24,
+            ),
+            room in 0..4000usize,
+            max_lines in 0..40u64,
+            matched_extra in 0..3u64,
+        ) {
+            let mut line = 1;
+            let mut found = Vec::new();
+            for (k, &(rank, count, first_len, last_len)) in groups.iter().enumerate() {
+                let rank = [SalientRank::Word, SalientRank::Warning, SalientRank::Error]
+                    [usize::from(rank)];
+                let c = |len: usize, at: u64| {
+                    Candidate::new(&"x".repeat(len), at, (at * 10, at * 10 + 9), rank, k as u64)
+                };
+                let mut g = Group::one(c(first_len, line));
+                for n in 1..count {
+                    let last = if n + 1 == count { last_len } else { first_len };
+                    g.then(Group::one(c(last, line + n * 7)));
+                }
+                line += count * 7 + 3;
+                found.push(g);
+            }
+            let matched = found.iter().map(|g| g.count).sum::<u64>() + matched_extra;
+            let found = Found {
+                shapes: found.len() as u64,
+                groups: found,
+                matched,
+                exact: matched_extra == 0,
+            };
+            let got: Vec<(bool, bool)> = pick(&found, room, max_lines)
+                .iter()
+                .map(|s| (s.first, s.last))
+                .collect();
+            prop_assert_eq!(got, pick_by_blocks(&found, room, max_lines));
+        }
+    }
 }

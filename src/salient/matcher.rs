@@ -128,9 +128,9 @@ enum Scope {
     /// literals) skips to the places a match may start.
     Text,
     /// One line at a time: a prefilter's start costs more than the
-    /// search's automaton takes to read a short line (on a build log, a
-    /// call of the prefilter cost about 1,000 instructions, the automaton
-    /// about 6 a byte).
+    /// search's automaton takes to read a short line (on a build log's
+    /// lines of about sixty bytes, a call of the prefilter cost about
+    /// 1,000 instructions, the automaton's whole pass about 850).
     Line,
 }
 
