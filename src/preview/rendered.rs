@@ -270,16 +270,47 @@ fn block<'a>(found: &'a Found, show: &[Show]) -> (Vec<Line<'a>>, usize) {
     (lines, len)
 }
 
+/// The order a block's lines are tried in, as `(group, last)`: the first
+/// and the last line of the highest rank first, then one line of each
+/// shape by rank (earlier first), then the last lines of the shapes.
+fn tries(groups: &[Group], mut try_one: impl FnMut(usize, bool)) {
+    let Some(top) = groups.iter().map(|g| g.rank).max() else {
+        return;
+    };
+    let tops = || (0..groups.len()).filter(|&i| groups[i].rank == top);
+    if let Some(first) = tops().min_by_key(|&i| groups[i].first.line) {
+        try_one(first, false);
+    }
+    if let Some(last) = tops().max_by_key(|&i| groups[i].last_line().line) {
+        try_one(last, true);
+    }
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(groups[i].rank), groups[i].first.line));
+    for &i in &order {
+        try_one(i, false);
+    }
+    for &i in &order {
+        try_one(i, true);
+    }
+}
+
+/// What a group shows once its first line (`last` false) or its last line
+/// is tried: a group of one line has only a first.
+fn tried(g: &Group, s: Show, last: bool) -> Show {
+    let mut after = s;
+    if last && g.last.is_some() {
+        after.last = true;
+    } else {
+        after.first = true;
+    }
+    after
+}
+
 /// Chooses what the block shows within `room` bytes and `max_lines` lines
-/// (header included): the first and the last line of the highest rank
-/// first, then one line of each shape by rank (earlier first), then the
-/// last lines of the shapes, as long as each fits.
+/// (header included), in the order of [`tries`], as long as each fits.
 fn pick(found: &Found, room: usize, max_lines: u64) -> Vec<Show> {
     let groups = &found.groups;
     let mut show = vec![Show::default(); groups.len()];
-    let Some(top) = groups.iter().map(|g| g.rank).max() else {
-        return show;
-    };
     // The block's lines and their length (without the header) as shown
     // so far: a try changes one group's, so it is not built again (a
     // block of many shapes was built once a try, each time whole).
@@ -289,18 +320,9 @@ fn pick(found: &Found, room: usize, max_lines: u64) -> Vec<Show> {
         group_lines(g, s, &mut lines);
         (lines.len(), lines.iter().map(Line::len).sum::<usize>())
     };
-    let mut try_show = |show: &mut Vec<Show>, i: usize, last: bool| {
+    tries(groups, |i, last| {
         let before = show[i];
-        let mut after = before;
-        if last {
-            if groups[i].last.is_none() {
-                after.first = true;
-            } else {
-                after.last = true;
-            }
-        } else {
-            after.first = true;
-        }
+        let after = tried(&groups[i], before, last);
         let (was, was_len) = of(&groups[i], before);
         let (is, is_len) = of(&groups[i], after);
         let lines = shown.0 - was + is;
@@ -309,22 +331,7 @@ fn pick(found: &Found, room: usize, max_lines: u64) -> Vec<Show> {
             show[i] = after;
             shown = (lines, body);
         }
-    };
-    let tops = || (0..groups.len()).filter(|&i| groups[i].rank == top);
-    if let Some(first) = tops().min_by_key(|&i| groups[i].first.line) {
-        try_show(&mut show, first, false);
-    }
-    if let Some(last) = tops().max_by_key(|&i| groups[i].last_line().line) {
-        try_show(&mut show, last, true);
-    }
-    let mut order: Vec<usize> = (0..groups.len()).collect();
-    order.sort_by_key(|&i| (std::cmp::Reverse(groups[i].rank), groups[i].first.line));
-    for &i in &order {
-        try_show(&mut show, i, false);
-    }
-    for &i in &order {
-        try_show(&mut show, i, true);
-    }
+    });
     debug_assert_eq!(
         block(found, &show).1,
         block_len(found, shown.0, shown.1),
@@ -529,7 +536,7 @@ pub(crate) fn build_rendered(
 
 #[cfg(test)]
 mod tests {
-    use super::{block, pick, Found, Show};
+    use super::{block, pick, tried, tries, Found, Show};
     use crate::salient::{Candidate, Group, SalientRank};
     use proptest::prelude::*;
 
@@ -538,39 +545,17 @@ mod tests {
     fn pick_by_blocks(found: &Found, room: usize, max_lines: u64) -> Vec<(bool, bool)> {
         let groups = &found.groups;
         let mut show = vec![Show::default(); groups.len()];
-        let Some(top) = groups.iter().map(|g| g.rank).max() else {
-            return Vec::new();
-        };
         let fits = |show: &[Show]| {
             let (lines, len) = block(found, show);
             len <= room && (lines.is_empty() || (lines.len() as u64) < max_lines)
         };
-        let try_show = |show: &mut Vec<Show>, i: usize, last: bool| {
+        tries(groups, |i, last| {
             let before = show[i];
-            if last && groups[i].last.is_some() {
-                show[i].last = true;
-            } else {
-                show[i].first = true;
-            }
-            if !fits(show) {
+            show[i] = tried(&groups[i], before, last);
+            if !fits(&show) {
                 show[i] = before;
             }
-        };
-        let tops = || (0..groups.len()).filter(|&i| groups[i].rank == top);
-        if let Some(first) = tops().min_by_key(|&i| groups[i].first.line) {
-            try_show(&mut show, first, false);
-        }
-        if let Some(last) = tops().max_by_key(|&i| groups[i].last_line().line) {
-            try_show(&mut show, last, true);
-        }
-        let mut order: Vec<usize> = (0..groups.len()).collect();
-        order.sort_by_key(|&i| (std::cmp::Reverse(groups[i].rank), groups[i].first.line));
-        for &i in &order {
-            try_show(&mut show, i, false);
-        }
-        for &i in &order {
-            try_show(&mut show, i, true);
-        }
+        });
         show.iter().map(|s| (s.first, s.last)).collect()
     }
 
