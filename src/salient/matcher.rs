@@ -737,4 +737,25 @@ mod tests {
             assert!(!literal.bytes().any(|b| b.is_ascii_digit()), "{literal}");
         }
     }
+
+    /// Lines of one folded skeleton (other hex values) hold a gate literal
+    /// or none together: no literal has a part inside a hex value, a run
+    /// of digits and `a` to `f` that is a word on its own, as each run of
+    /// a literal's letters holds a byte that is not one of those.
+    #[test]
+    fn no_gate_literal_reads_inside_a_hex_value() {
+        for literal in super::GATE {
+            for run in literal
+                .as_bytes()
+                .split(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+                .filter(|r| !r.is_empty())
+            {
+                assert!(
+                    run.iter()
+                        .any(|b| !(b.is_ascii_digit() || (b'a'..=b'f').contains(b))),
+                    "{literal}"
+                );
+            }
+        }
+    }
 }

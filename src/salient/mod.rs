@@ -301,6 +301,100 @@ mod tests {
         }
     }
 
+    /// `line` with each word made only of digits and `a` to `f` (a hex
+    /// value, or a word such as `face`) drawn anew from `x`, byte by byte,
+    /// each a digit or one of `a` to `f`: lines of the same folded
+    /// skeleton and lines just outside it (another first or last byte, no
+    /// letter, right after `[`, fewer than four bytes).
+    fn other_hex(line: &mut [u8], x: &mut u64) {
+        let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+        let mut i = 0;
+        while i < line.len() {
+            let n = line[i..].iter().take_while(|b| word(b)).count();
+            let run = &mut line[i..i + n];
+            if run
+                .iter()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+            {
+                for b in run {
+                    *x = x.rotate_left(9) ^ 0x9E37_79B9_7F4A_7C15;
+                    *b = b"0123456789abcdef"[(*x % 16) as usize];
+                }
+            }
+            i += n.max(1);
+        }
+    }
+
+    /// Where a hex value may stand beside what a pattern reads: inside
+    /// brackets and parentheses, after a logcat tag, before its level,
+    /// after `not ok`, as a file's extension.
+    const HEX_PLACES: &[&str] = &[
+        "#",
+        "[#]",
+        "(#)",
+        "( #)",
+        "error[#]: x",
+        "error[E#]: x",
+        "E/t(#): x",
+        "W/t( #): x",
+        "not ok # - x",
+        "make[#]: *** x",
+        "x # E t: y",
+        "x # W t: y",
+        "level=#",
+        "src/a.#",
+        "a.#/b",
+        "#_x",
+        "#: error",
+        "error: # failed",
+        "failed #",
+        "# FAILED",
+        "panic: #",
+        "0x#",
+    ];
+
+    proptest::proptest! {
+        /// A search that remembers the ranks of the lines it judged ranks
+        /// every line as every pattern does, whatever lines with other hex
+        /// values (the same folded skeleton, or nearly) came before it.
+        #[test]
+        fn remembered_ranks_hold_for_other_hex_values(
+            picks in proptest::collection::vec(
+                (
+                    0..HEX_PLACES.len(),
+                    0..FRAGMENTS.len(),
+                    "[0-9a-f]{1,8}",
+                    proptest::prelude::any::<u64>(),
+                ),
+                1..40,
+            )
+        ) {
+            let gated = SalientPatterns::default().matcher().unwrap();
+            let plain = SalientPatterns::new(built_in()).unwrap().matcher().unwrap();
+            let mut kept = gated.caches();
+            for (place, fragment, hex, seed) in picks {
+                let place = HEX_PLACES[place].replace('#', &hex);
+                let mut x = seed;
+                for line in [
+                    format!("{place} {}", FRAGMENTS[fragment]),
+                    format!("{} {place} 1f2e3d", FRAGMENTS[fragment]),
+                ] {
+                    let mut line = line.into_bytes();
+                    for _ in 0..4 {
+                        let want = plain.line_rank(&line, &mut plain.caches());
+                        proptest::prop_assert_eq!(
+                            gated.line_rank(&line, &mut kept),
+                            want,
+                            "{:?}",
+                            String::from_utf8_lossy(&line)
+                        );
+                        other_hex(&mut line, &mut x);
+                    }
+                }
+            }
+        }
+    }
+
     proptest::proptest! {
         /// A search that remembers the ranks of the lines it judged
         /// ranks every line as every pattern does, whatever lines of the
@@ -337,11 +431,11 @@ mod tests {
         /// A text's matching lines and ranks are those every pattern finds,
         /// where matched lines come one after another and are looked up in
         /// the memory before the gate, and where lines of one skeleton
-        /// (other digits) hold a literal or not.
+        /// (other digits, other hex values) hold a literal or not.
         #[test]
         fn the_lines_of_a_text_are_those_every_pattern_finds(
             picks in proptest::collection::vec(
-                (0..FRAGMENTS.len() + 3, proptest::prelude::any::<u64>(), 1..4usize),
+                (0..FRAGMENTS.len() + 4, proptest::prelude::any::<u64>(), 1..4usize),
                 1..60,
             )
         ) {
@@ -353,12 +447,16 @@ mod tests {
                     None => format!("{} 12 at 0x3f", FRAGMENTS[pick]),
                     Some(0) => "   Compiling crate-12 v0.1.3".to_string(),
                     Some(1) => "E/Tag( 12): x".to_string(),
+                    Some(2) => "src/m12.rs:3:4: error in expression 1e2f0 of m12".to_string(),
                     _ => String::new(),
                 };
                 let mut x = seed;
                 for _ in 0..times {
                     let mut line = line.clone().into_bytes();
                     other_digits(&mut line, &mut x);
+                    if pick == FRAGMENTS.len() + 2 {
+                        other_hex(&mut line, &mut x);
+                    }
                     text.extend_from_slice(&line);
                     text.push(b'\n');
                 }

@@ -139,7 +139,9 @@ fn level_digits(line: &[u8]) -> Verbatim {
 /// The ranks and shapes of the lines a scan judged lately, by their
 /// skeleton: the line with each digit made `0`, made sixteen bytes at a
 /// time, far cheaper than a search or a shape. In a flood of one
-/// message's lines most are found here.
+/// message's lines most are found here; a line with a hex value of its
+/// own (an object's id, an address) is found by its skeleton with the
+/// value folded ([`Skeleton::fold`]).
 ///
 /// A shape reads a digit as a digit, whichever it is, so two lines of one
 /// skeleton and rank have one shape, unless a digit went into it as it is
@@ -195,7 +197,9 @@ struct Slot {
 /// skeleton's hash; a line of another skeleton takes it over once the
 /// slot has no chances left, so that lines of a skeleton seen once (each
 /// with a hash of its own) do not push out the ones that come again.
-const MEMO_SLOTS: usize = 512;
+/// A build log's few hundred skeletons (each message and the widths of
+/// its numbers) pushed one another out of 512.
+const MEMO_SLOTS: usize = 1024;
 
 /// The most chances a slot keeps.
 const MAX_CHANCES: u8 = 3;
@@ -203,6 +207,13 @@ const MAX_CHANCES: u8 = 3;
 /// Longer lines are judged and shaped each time: few lines are, and their
 /// skeletons would take the memo's memory.
 const MEMO_LINE: usize = 192;
+
+impl Slot {
+    /// Whether it holds `skeleton`.
+    fn holds(&self, skeleton: &Skeleton) -> bool {
+        self.used && self.skeleton == *skeleton
+    }
+}
 
 impl Memo {
     /// The slot of `line`'s skeleton, left in `self.skeleton`, and
@@ -226,9 +237,18 @@ impl Memo {
             self.slots.resize_with(MEMO_SLOTS, Slot::default);
         }
         // The hash's top bits: the ones every word went into.
-        let slot = (self.skeleton.make(line) >> (64 - MEMO_SLOTS.trailing_zeros())) as usize;
-        let s = &self.slots[slot];
-        let owned = s.used && s.skeleton == self.skeleton;
+        let at_bits = |h: u64| (h >> (64 - MEMO_SLOTS.trailing_zeros())) as usize;
+        let mut slot = at_bits(self.skeleton.make(line));
+        let mut owned = self.slots[slot].holds(&self.skeleton);
+        if !owned {
+            // A line with a hex value of its own is remembered by its
+            // skeleton with the value folded (only such lines are: a line
+            // whose skeleton is remembered as it is has none).
+            if let Some(h) = self.skeleton.fold() {
+                slot = at_bits(h);
+                owned = self.slots[slot].holds(&self.skeleton);
+            }
+        }
         self.last = Some(Last {
             at,
             len: line.len(),
@@ -328,7 +348,33 @@ impl Memo {
 struct Skeleton {
     bytes: [u8; SKELETON_BYTES],
     len: usize,
+    /// Whether its hex values are folded ([`Skeleton::fold`]): a folded
+    /// skeleton is never the same as one that is not, whatever its bytes.
+    folded: bool,
 }
+
+/// The high bit of each byte of `w` that is `0`, and no other bit.
+fn zeros(w: u64) -> u64 {
+    const LOW: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    let x = w ^ 0x3030_3030_3030_3030;
+    // A byte's low seven bits plus 0x7F carry into its high bit unless
+    // they are all zero; no byte carries into the next.
+    !(((x & LOW) + LOW) | x) & !LOW
+}
+
+/// The high bit of each byte of `w` from `a` to `f`, and no other bit.
+fn hex_letters(w: u64) -> u64 {
+    const LOW: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    let y = w & LOW;
+    // A byte's high bit: set by adding 0x1F from `a` (0x61) up, by adding
+    // 0x19 from `g` (0x67) up; none carries into the next byte.
+    let from_a = y + 0x1F1F_1F1F_1F1F_1F1F;
+    let from_g = y + 0x1919_1919_1919_1919;
+    from_a & !from_g & !w & !LOW
+}
+
+/// Mixed into a folded skeleton's hash.
+const FOLDED: u64 = 0xF0_1D_ED_F0_1D_ED_F0_1D;
 
 /// Room for the longest line, and for the eight zero bytes written past
 /// its end, in blocks of sixteen.
@@ -339,6 +385,7 @@ impl Default for Skeleton {
         Skeleton {
             bytes: [0; SKELETON_BYTES],
             len: 0,
+            folded: false,
         }
     }
 }
@@ -346,7 +393,7 @@ impl Default for Skeleton {
 impl PartialEq for Skeleton {
     fn eq(&self, other: &Skeleton) -> bool {
         let n = self.len.div_ceil(8) * 8;
-        self.len == other.len && self.bytes[..n] == other.bytes[..n]
+        self.len == other.len && self.folded == other.folded && self.bytes[..n] == other.bytes[..n]
     }
 }
 
@@ -369,6 +416,7 @@ impl Skeleton {
         debug_assert!(line.len() <= MEMO_LINE);
         let len = line.len();
         self.len = len;
+        self.folded = false;
         let full = len / 16;
         let (blocks, after) = self.bytes.split_at_mut(16 * full);
         for (c, o) in line.chunks_exact(16).zip(blocks.chunks_exact_mut(16)) {
@@ -389,14 +437,108 @@ impl Skeleton {
             // The last word's bytes past the line.
             self.bytes[len..len + 8].fill(0);
         }
-        // Rotated and xored a word at a time, mixed once at the end: the
-        // hash only picks a slot, and the slot's skeleton is compared.
-        let mut h = len as u64;
+        self.hash()
+    }
+
+    /// Its hash: rotated and xored a word at a time, mixed once at the
+    /// end (the hash only picks a slot, and the slot's skeleton is
+    /// compared).
+    fn hash(&self) -> u64 {
+        let len = self.len;
+        let mut h = len as u64 ^ if self.folded { FOLDED } else { 0 };
         for w in self.bytes[..len.div_ceil(8) * 8].chunks_exact(8) {
             let w: [u8; 8] = w.try_into().expect("a word");
             h = h.rotate_left(7) ^ u64::from_le_bytes(w);
         }
         (h ^ (h >> 29)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
+    }
+
+    /// Folds the hex values of a skeleton just made, if it has any (and
+    /// no quote), and gives its new hash. A hex value is a word (a run of
+    /// letters, digits and `_` as a whole) of four or more bytes, each a
+    /// digit or one of `a` to `f`, at least one of each, not right after
+    /// `[`: a hash, an address, an object id. Folded, its first and last
+    /// bytes say only whether they are a digit (`0` or `a`), and the bytes
+    /// between are `1`, so every line of a message that names a different
+    /// object has one folded skeleton. No other byte of a skeleton is a
+    /// digit but `0`: a folded value is never taken for a word of digits,
+    /// or a word of digits for it (`1234` and `7f18` in one line).
+    ///
+    /// A line's rank and shape are those of every line of its folded
+    /// skeleton. Its shape: such a word is a number (`#`) whatever its
+    /// letters, and only a path's extension reads its first byte (a
+    /// letter after the dot); a quoted key is hashed as it is, so a line
+    /// with a quote is not folded. Its rank, by the built-in patterns
+    /// (the memo's ranks are theirs alone): no gate literal and no
+    /// pattern's word lies inside a run of hex letters and digits (each
+    /// holds a letter past `f`, or a capital), so a pattern reads such a
+    /// word only as a run of digits or not, at its edges: `[0-9] E tag: `
+    /// reads the last byte, `not ok [0-9]+` the first, `\([0-9]+\)` the
+    /// whole word (never a run of digits, as it holds a letter), and
+    /// `error[E0308]:`'s `[A-Za-z]*[0-9]+` all of it, which is why a word
+    /// right after `[` is not folded. `hex_values_fold_as_the_patterns_read_them`
+    /// checks the patterns' literals; the property tests check the ranks
+    /// and shapes of lines whose hex values are drawn anew.
+    fn fold(&mut self) -> Option<u64> {
+        let len = self.len;
+        // Eight bytes at a time, a hex value's mark: a digit beside one of
+        // `a` to `f` (every hex value has one, most lines none).
+        let (mut digits, mut letters) = (0u64, 0u64);
+        let mut first = None;
+        for (k, w) in self.bytes[..len.div_ceil(8) * 8]
+            .chunks_exact(8)
+            .enumerate()
+        {
+            let w = u64::from_le_bytes(w.try_into().expect("a word"));
+            let (d, l) = (zeros(w), hex_letters(w));
+            // A byte's neighbour before it: the byte below, or the last
+            // byte of the word before.
+            let pairs = (d & (l << 8 | letters >> 56)) | (l & (d << 8 | digits >> 56));
+            if pairs != 0 {
+                first = Some(8 * k + (pairs.trailing_zeros() / 8) as usize);
+                break;
+            }
+            (digits, letters) = (d, l);
+        }
+        let first = first?;
+        let line = &mut self.bytes[..len];
+        if memchr::memchr3(b'"', b'\'', b'`', line).is_some() {
+            return None;
+        }
+        // From the start of the word that holds the first mark, word by
+        // word.
+        let mut i = line[..first]
+            .iter()
+            .rposition(|&b| !is_word(b))
+            .map_or(0, |p| p + 1);
+        let mut folded = false;
+        while i < len {
+            if !is_word(line[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            let (mut digit, mut letter, mut hex) = (false, false, true);
+            while i < len && is_word(line[i]) {
+                let b = line[i];
+                // Its digits are `0` already.
+                let d = b == b'0';
+                let l = (b'a'..=b'f').contains(&b);
+                digit |= d;
+                letter |= l;
+                hex &= d | l;
+                i += 1;
+            }
+            if hex && digit && letter && i - start >= 4 && (start == 0 || line[start - 1] != b'[') {
+                let class = |b: u8| if b == b'0' { b'0' } else { b'a' };
+                line[start] = class(line[start]);
+                line[i - 1] = class(line[i - 1]);
+                line[start + 1..i - 1].fill(b'1');
+                folded = true;
+            }
+        }
+        self.folded = folded;
+        folded.then(|| self.hash())
     }
 
     /// Its bytes.
@@ -757,6 +899,8 @@ mod tests {
                             Just(".".to_owned()), Just("\"p9\":".to_owned()),
                             Just("E0308".to_owned()), Just("TS2304".to_owned()),
                             "[0-9]{1,4}", "[a-f0-9]{3,6}", "[A-Z]{1,4}[0-9]{0,3}", "[a-z]{1,5}",
+                            Just("[".to_owned()), Just("(".to_owned()), Just("_".to_owned()),
+                            "[a-f][a-f0-9]{3,6}", "[0-9][a-f0-9]{3,6}",
                         ],
                         0..16,
                     ),
@@ -770,14 +914,32 @@ mod tests {
             for (parts, seed, rank) in lines {
                 let rank = [SalientRank::Word, SalientRank::Warning, SalientRank::Error][rank as usize];
                 let line = parts.concat();
-                // The line, then the line with its digits changed.
+                // The line, the line with its digits changed, and with
+                // each byte of its words of digits and `a` to `f` drawn
+                // anew among those (other hex values).
                 let mut other = line.clone().into_bytes();
                 let mut x = seed;
-                for b in other.iter_mut().filter(|b| b.is_ascii_digit()) {
+                let mut next = |n: u64| {
                     x = x.rotate_left(7) ^ 0x9E37_79B9_7F4A_7C15;
-                    *b = b'0' + (x % 10) as u8;
+                    (x % n) as u8
+                };
+                for b in other.iter_mut().filter(|b| b.is_ascii_digit()) {
+                    *b = b'0' + next(10);
                 }
-                for l in [line.as_bytes(), &other[..]] {
+                let mut hex = other.clone();
+                let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+                let mut i = 0;
+                while i < hex.len() {
+                    let n = hex[i..].iter().take_while(|b| word(b)).count();
+                    let run = &mut hex[i..i + n];
+                    if run.iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b)) {
+                        for b in run {
+                            *b = b"0123456789abcdef"[usize::from(next(16))];
+                        }
+                    }
+                    i += n.max(1);
+                }
+                for l in [line.as_bytes(), &other[..], &hex[..]] {
                     prop_assert_eq!(memo.ranked(l, rank), super::ranked(l, rank), "{:?}", String::from_utf8_lossy(l));
                 }
             }
@@ -827,6 +989,148 @@ mod tests {
         }
     }
 
+    /// Lines of one message that each name an object by a hex value of
+    /// their own are found in the memo by their folded skeleton: one
+    /// skeleton for all whose values start and end with a digit or a
+    /// letter alike. A value right after `[` (where an error code's
+    /// letters and digits are read) and a line with a quote are not
+    /// folded, and a word of digits and `a` to `f` without a letter, or of
+    /// fewer than four bytes, is not a hex value.
+    #[test]
+    fn a_hex_value_of_its_own_is_shaped_from_the_memo() {
+        let mut memo = super::Memo::default();
+        let r = SalientRank::Error;
+        let line = |v: &str| format!("src/m12.rs:3:4: error in expression {v} of m12").into_bytes();
+        let shape = memo.ranked(&line("1e240"), r);
+        for v in ["2f3a0", "9ab07", "4c5d8"] {
+            assert_eq!(memo.ranked(&line(v), r), shape, "{v}");
+        }
+        assert_eq!(memo.made, 1, "one skeleton");
+        for v in ["ae240", "1e24f", "c0ffe"] {
+            assert_eq!(memo.ranked(&line(v), r), shape, "{v}");
+        }
+        assert_eq!(memo.made, 4, "another first or last byte: made once each");
+        let once = memo.made;
+        for v in ["[1e240]", "[2f3a0]", "'1e240'", "'2f3a0'"] {
+            assert_eq!(memo.ranked(&line(v), r), super::ranked(&line(v), r), "{v}");
+        }
+        assert_eq!(memo.made, once + 4, "not folded: made each time");
+        let mut skeleton = super::Skeleton::default();
+        for (word, folds) in [
+            ("1e240", true),
+            ("e240", true),
+            ("e24", false),
+            ("12345", false),
+            ("faced", false),
+            ("1e2g0", false),
+            ("1E240", false),
+            ("x_1e240", false),
+            ("x-1e240", true),
+            ("[1e240]", false),
+            ("(1e240)", true),
+        ] {
+            skeleton.make(format!("object {word} moved").as_bytes());
+            assert_eq!(skeleton.fold().is_some(), folds, "{word}");
+            assert_eq!(skeleton.folded, folds, "{word}");
+        }
+        let mut other = super::Skeleton::default();
+        skeleton.make(b"F/libc ( 1234): x 1f2e3d");
+        other.make(b"F/libc ( 7f18): x 1f2e3d");
+        assert!(skeleton.fold().is_some() && other.fold().is_some());
+        assert_ne!(skeleton, other, "a word of digits is not a folded value");
+    }
+
+    /// The eight-bytes-at-a-time marks are each byte's: every byte in
+    /// every place, beside every other.
+    #[test]
+    fn the_marks_of_eight_bytes_are_each_bytes() {
+        for at in 0..8 {
+            for b in 0..=255u8 {
+                for other in [0u8, b'0', b'a', b'f', b'g', 0x80, 0xE6, 0xFF] {
+                    let mut bytes = [other; 8];
+                    bytes[at] = b;
+                    let w = u64::from_le_bytes(bytes);
+                    let mark = |f: fn(u8) -> bool| {
+                        bytes
+                            .iter()
+                            .enumerate()
+                            .fold(0u64, |m, (i, &c)| m | (u64::from(f(c)) << (8 * i + 7)))
+                    };
+                    assert_eq!(super::zeros(w), mark(|c| c == b'0'), "{b} at {at}");
+                    assert_eq!(
+                        super::hex_letters(w),
+                        mark(|c| (b'a'..=b'f').contains(&c)),
+                        "{b} at {at}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The skeleton a line's hex values fold to, word by word from its
+    /// start (the fold before its search for a mark eight bytes at a time).
+    fn fold_word_by_word(skeleton: &[u8]) -> Option<Vec<u8>> {
+        if skeleton.iter().any(|b| b"\"'`".contains(b)) {
+            return None;
+        }
+        let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+        let mut out = skeleton.to_vec();
+        let mut folded = false;
+        let mut i = 0;
+        while i < out.len() {
+            let n = out[i..].iter().take_while(|b| word(b)).count();
+            let w = &out[i..i + n];
+            let hex = w.iter().all(|&b| b == b'0' || (b'a'..=b'f').contains(&b));
+            if n >= 4
+                && hex
+                && w.contains(&b'0')
+                && w.iter().any(|&b| b != b'0')
+                && (i == 0 || out[i - 1] != b'[')
+            {
+                let class = |b: u8| if b == b'0' { b'0' } else { b'a' };
+                let (first, last) = (class(w[0]), class(w[n - 1]));
+                out[i..i + n].fill(b'1');
+                out[i] = first;
+                out[i + n - 1] = last;
+                folded = true;
+            }
+            i += n.max(1);
+        }
+        folded.then_some(out)
+    }
+
+    proptest! {
+        /// The fold is the word-by-word fold, for lines of every length up
+        /// to the longest remembered, and its hash is a folded skeleton's.
+        #[test]
+        fn the_fold_is_the_word_by_word_fold(
+            parts in proptest::collection::vec(
+                prop_oneof![
+                    Just(" ".to_owned()), Just("[".to_owned()), Just("_".to_owned()),
+                    Just("-".to_owned()), Just("\"".to_owned()), Just("g".to_owned()),
+                    "[a-f0-9]{1,9}", "[a-z]{1,5}", "[0-9]{1,4}",
+                ],
+                0..40,
+            )
+        ) {
+            let line = parts.concat();
+            let line = &line.as_bytes()[..line.len().min(super::MEMO_LINE)];
+            let mut skeleton = super::Skeleton::default();
+            let plain = skeleton.make(line);
+            let want = fold_word_by_word(&skeleton.bytes());
+            let hash = skeleton.fold();
+            prop_assert_eq!(hash.is_some(), want.is_some(), "{:?}", String::from_utf8_lossy(line));
+            prop_assert_eq!(skeleton.folded, want.is_some());
+            if let Some(want) = want {
+                prop_assert_eq!(skeleton.bytes(), want);
+                prop_assert_eq!(hash, Some(skeleton.hash()));
+                prop_assert_ne!(hash, Some(plain));
+            } else {
+                prop_assert_eq!(skeleton.hash(), plain, "a line not folded is left as it was");
+            }
+        }
+    }
+
     /// A line looked up, judged and shaped leaves its rank and its shape
     /// for the next line of its skeleton: neither is made again.
     #[test]
@@ -849,7 +1153,7 @@ mod tests {
     }
 
     /// A line that comes again stays remembered while lines seen once
-    /// each (a hex value of their own: a skeleton of their own) pass.
+    /// each (a word of their own: a skeleton of their own) pass.
     #[test]
     fn lines_seen_once_do_not_push_out_a_line_that_comes_again() {
         let mut memo = super::Memo::default();
@@ -867,7 +1171,8 @@ mod tests {
         for round in 0..400 {
             for _ in 0..40 {
                 x = x.rotate_left(13).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95) ^ 0x1234_5678;
-                let once = format!("warning: object {x:x} moved");
+                // Not a hex value (a `g` in the word): a skeleton of its own.
+                let once = format!("warning: object g{x:x} moved");
                 if memo.rank(once.as_bytes()).is_none() {
                     let unmatched = super::Judged {
                         rank: None,
