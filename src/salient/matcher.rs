@@ -247,7 +247,16 @@ struct Cursor {
     next: Option<(usize, Option<Hit>)>,
     judged_end: Option<usize>,
     run: u32,
+    /// How many lines that hold no literal were passed since, each found
+    /// in the memory right after the run (at most [`MAX_PASSED`]).
+    passed: u32,
 }
+
+/// The most lines without a literal of the gate a run of lines that hold
+/// one goes on through (a build log's `Compiling` between its errors):
+/// each is looked up in the memory, and a long stretch of them is passed
+/// faster by one search of the gate.
+const MAX_PASSED: u32 = 3;
 
 impl Cursor {
     /// Remembers that the first literal at or after `from` is `hit`.
@@ -277,6 +286,17 @@ impl Cursor {
             1
         };
         self.judged_end = Some(line.end);
+        self.passed = 0;
+    }
+
+    /// `line`, found in the memory right after a run to hold no literal
+    /// of the gate, was passed: the run goes on past it, up to
+    /// [`MAX_PASSED`] such lines in a row.
+    fn passed(&mut self, line: &Range<usize>) {
+        if self.passed < MAX_PASSED && self.right_after(line.start) {
+            self.passed += 1;
+            self.judged_end = Some(line.end);
+        }
     }
 
     /// `line` was found to match, with its rank.
@@ -442,7 +462,9 @@ impl Matcher {
             // Where lines that hold a literal of the gate come one after
             // another (a flood, a build log, a JSON log), the line after
             // them is looked up in the memory first, before a search of the
-            // gate, which costs more per call than a line's skeleton. A line
+            // gate, which costs more per call than a line's skeleton (and
+            // so are the next few after it that the memory finds to hold
+            // none, as a build log's `Compiling` between errors). A line
             // of a skeleton judged lately is judged as that line was (one
             // that holds no literal: every line of its skeleton holds none,
             // as no literal holds a digit).
@@ -456,6 +478,8 @@ impl Matcher {
                         }
                         if j.gated {
                             cur.judged(&(pos..end));
+                        } else {
+                            cur.passed(&(pos..end));
                         }
                         pos = end + 1;
                         continue;
@@ -736,6 +760,41 @@ mod tests {
         for literal in super::GATE {
             assert!(!literal.bytes().any(|b| b.is_ascii_digit()), "{literal}");
         }
+    }
+
+    /// A run of lines that hold a literal goes on past up to
+    /// `MAX_PASSED` lines in a row found in the memory to hold none, and
+    /// ends at the next or where a line is skipped.
+    #[test]
+    fn a_run_goes_on_past_a_few_lines_without_a_literal() {
+        let line = |n: usize| n * 10..n * 10 + 9;
+        let mut cur = super::Cursor::default();
+        cur.judged(&line(0));
+        cur.passed(&line(1));
+        assert!(!cur.in_a_run(line(2).start), "one line is not a run");
+        cur.judged(&line(2));
+        cur.judged(&line(3));
+        let mut n = 4;
+        for _ in 0..super::MAX_PASSED {
+            assert!(cur.in_a_run(line(n).start), "line {n}");
+            cur.passed(&line(n));
+            n += 1;
+        }
+        assert!(cur.in_a_run(line(n).start));
+        cur.passed(&line(n));
+        assert!(!cur.in_a_run(line(n + 1).start), "past the most passed");
+        cur.judged(&line(n + 1));
+        cur.judged(&line(n + 2));
+        cur.passed(&line(n + 4));
+        assert!(!cur.in_a_run(line(n + 5).start), "a line skipped");
+        cur.judged(&line(n + 5));
+        cur.judged(&line(n + 6));
+        cur.passed(&line(n + 7));
+        cur.judged(&line(n + 8));
+        assert_eq!(
+            cur.run, 3,
+            "a line passed is not counted, and does not end the run"
+        );
     }
 
     /// Lines of one folded skeleton (other hex values) hold a gate literal
