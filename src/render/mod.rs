@@ -71,6 +71,9 @@ pub(crate) fn raw_window(cap: usize) -> usize {
     cap.saturating_mul(3).saturating_add(64 << 10)
 }
 
+/// The most bytes the head's terminal is given at a time.
+const HEAD_PIECE: usize = 16 << 10;
+
 /// The render stage of one stream: the head is rendered as it streams; the
 /// middle is only scanned for salient lines; the tail is rendered at the end
 /// from the last raw bytes.
@@ -81,6 +84,9 @@ pub(crate) struct Renderer {
     fed: u64,
     /// Where the scan's thread comes from.
     budget: Parallelism,
+    /// How many raw bytes the head's terminal was given.
+    #[cfg(test)]
+    given: u64,
 }
 
 impl Renderer {
@@ -91,6 +97,8 @@ impl Renderer {
             scan: matcher.map(|m| Scan::Here(Box::new(RawScan::new(m, raw_window(cap) as u64)))),
             fed: 0,
             budget,
+            #[cfg(test)]
+            given: 0,
         }
     }
 
@@ -99,10 +107,23 @@ impl Renderer {
         self.scan(data);
     }
 
-    /// Renders the next bytes into the head, while it takes them.
+    /// Renders the next bytes into the head, while it takes them: a
+    /// piece at a time, so that rendering stops soon after the head is
+    /// full (a stream's first buffer is a MiB, a head a few KiB; coloured
+    /// output and progress frames take the slow path, dozens of
+    /// instructions a byte). The head is the same: it takes nothing once
+    /// full, and a line leaves the terminal at the same byte however the
+    /// input is cut.
     pub(crate) fn render(&mut self, data: &[u8]) {
-        if let Some(t) = self.terminal.as_mut() {
-            t.feed(&mut self.head, data);
+        for piece in data.chunks(HEAD_PIECE) {
+            let Some(t) = self.terminal.as_mut() else {
+                return;
+            };
+            t.feed(&mut self.head, piece);
+            #[cfg(test)]
+            {
+                self.given += piece.len() as u64;
+            }
             if self.head.is_full() {
                 // The rest is rendered only if it ends up in the tail.
                 self.terminal = None;
@@ -254,5 +275,48 @@ impl Parts {
             || std::iter::once(&self.head)
                 .chain(self.tail.as_ref())
                 .any(|s| s.anchors.iter().any(|a| !a.span.exact))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Coloured lines (the terminal's slow path) whose head is full within
+    /// the first piece: the head's terminal is given a piece or two of a
+    /// MiB fed at once, and the head is the one made of the same bytes fed
+    /// a few hundred at a time.
+    #[test]
+    fn the_head_stops_rendering_soon_after_it_is_full() {
+        let input: String = (0..20_000)
+            .map(|i| format!("\x1b[1m\x1b[32m   Compiling\x1b[0m crate-{i} v0.1.0\r\n"))
+            .collect();
+        let input = input.as_bytes();
+        let cap = 4096;
+        let mut whole = Renderer::new(cap, None, Parallelism::process());
+        whole.feed(input);
+        assert!(whole.given <= 2 * HEAD_PIECE as u64, "{}", whole.given);
+        let mut small = Renderer::new(cap, None, Parallelism::process());
+        for c in input.chunks(333) {
+            small.feed(c);
+        }
+        assert!(small.given < whole.given + 333, "{}", small.given);
+        let newlines = bytecount::count(input, b'\n') as u64;
+        let window = &input[input.len() - raw_window(cap)..];
+        let (a, b) = (
+            whole.finish(window, newlines),
+            small.finish(window, newlines),
+        );
+        assert!(
+            !a.whole && a.head.text.len() > cap / 2,
+            "{}",
+            a.head.text.len()
+        );
+        assert_eq!(a.head.text, b.head.text);
+        assert_eq!(
+            format!("{:?}", a.head.anchors),
+            format!("{:?}", b.head.anchors)
+        );
+        assert_eq!(a.tail.map(|t| t.text), b.tail.map(|t| t.text));
     }
 }
