@@ -301,6 +301,25 @@ mod tests {
         }
     }
 
+    /// Whether `gated`, with the memory of the lines it judged before in
+    /// `kept`, ranks `line` as `plain` (every pattern, without a memory)
+    /// does.
+    fn ranks_as_every_pattern(
+        gated: &Matcher,
+        kept: &mut Caches,
+        plain: &Matcher,
+        line: &[u8],
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let want = plain.line_rank(line, &mut plain.caches());
+        proptest::prop_assert_eq!(
+            gated.line_rank(line, kept),
+            want,
+            "{:?}",
+            String::from_utf8_lossy(line)
+        );
+        Ok(())
+    }
+
     /// `line` with each word made only of digits and `a` to `f` (a hex
     /// value, or a word such as `face`) drawn anew from `x`, byte by byte,
     /// each a digit or one of `a` to `f`: lines of the same folded
@@ -381,13 +400,7 @@ mod tests {
                 ] {
                     let mut line = line.into_bytes();
                     for _ in 0..4 {
-                        let want = plain.line_rank(&line, &mut plain.caches());
-                        proptest::prop_assert_eq!(
-                            gated.line_rank(&line, &mut kept),
-                            want,
-                            "{:?}",
-                            String::from_utf8_lossy(&line)
-                        );
+                        ranks_as_every_pattern(&gated, &mut kept, &plain, &line)?;
                         other_hex(&mut line, &mut x);
                     }
                 }
@@ -415,13 +428,7 @@ mod tests {
                     if pass == 1 {
                         other_digits(&mut line, &mut seed.clone());
                     }
-                    let want = plain.line_rank(&line, &mut plain.caches());
-                    proptest::prop_assert_eq!(
-                        gated.line_rank(&line, &mut kept),
-                        want,
-                        "{:?}",
-                        String::from_utf8_lossy(&line)
-                    );
+                    ranks_as_every_pattern(&gated, &mut kept, &plain, &line)?;
                 }
             }
         }
