@@ -476,9 +476,10 @@ impl Skeleton {
     /// reads the last byte, `not ok [0-9]+` the first, `\([0-9]+\)` the
     /// whole word (never a run of digits, as it holds a letter), and
     /// `error[E0308]:`'s `[A-Za-z]*[0-9]+` all of it, which is why a word
-    /// right after `[` is not folded. `hex_values_fold_as_the_patterns_read_them`
-    /// checks the patterns' literals; the property tests check the ranks
-    /// and shapes of lines whose hex values are drawn anew.
+    /// right after `[` is not folded. `no_gate_literal_reads_inside_a_hex_value`
+    /// checks the gate's literals; the property tests check the ranks
+    /// (against every pattern) and shapes of lines whose hex values are
+    /// drawn anew.
     fn fold(&mut self) -> Option<u64> {
         let len = self.len;
         // Eight bytes at a time, a hex value's mark: a digit beside one of
