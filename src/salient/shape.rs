@@ -157,7 +157,16 @@ fn level_digits(line: &[u8]) -> Verbatim {
 #[derive(Debug, Default)]
 pub(crate) struct Memo {
     slots: Vec<Slot>,
+    /// Each slot's tag: bits of its skeleton's hash, never 0, or 0 for an
+    /// empty slot. Kept apart from the slots (4 KiB, which stay in the
+    /// nearest cache, where the slots' 300 KiB do not while a stream
+    /// passes through), so that a line of another skeleton misses without
+    /// reading its slot: a line with a hex value of its own always misses
+    /// once, before its folded skeleton is looked up.
+    tags: Vec<u32>,
     skeleton: Skeleton,
+    /// The tag of `skeleton`.
+    tag: u32,
     /// The slot of the line [`rank`](Self::rank) looked up last, by where
     /// its bytes are.
     last: Option<Last>,
@@ -176,21 +185,26 @@ struct Last {
     owned: bool,
 }
 
+/// A remembered skeleton. In this order (`repr(C)`), what a line's lookup
+/// reads lies together at its start: its chances, how its lines were
+/// judged, and the skeleton (its length, then its bytes), rather than
+/// spread over the slot's 300 bytes (`a_lookup_reads_the_start_of_a_slot`
+/// checks where the skeleton's bytes start).
 #[derive(Debug, Default)]
+#[repr(C)]
 struct Slot {
-    skeleton: Skeleton,
-    /// Whether `skeleton` is a line's (a slot starts empty).
-    used: bool,
-    /// How its lines were judged, and the digits a line must have where
-    /// a level's key is followed by a number.
-    judged: Option<(Judged, Verbatim)>,
-    /// Its lines' shapes, by rank, and the digits a line must have where
-    /// they went into the shape as they are.
-    shapes: [Option<(u64, Verbatim)>; 3],
     /// How many times a line of another skeleton must want the slot
     /// before it takes it over: one more each time a line finds it (up to
     /// [`MAX_CHANCES`]), one less each time another wants it.
     chances: u8,
+    /// How its lines were judged, and the digits a line must have where
+    /// a level's key is followed by a number.
+    judged: Option<(Judged, Verbatim)>,
+    /// A line's skeleton, once the slot is used (its tag is not 0).
+    skeleton: Skeleton,
+    /// Its lines' shapes, by rank, and the digits a line must have where
+    /// they went into the shape as they are.
+    shapes: [Option<(u64, Verbatim)>; 3],
 }
 
 /// Slots in a memo (a power of two): a line's slot is chosen by its
@@ -207,13 +221,6 @@ const MAX_CHANCES: u8 = 3;
 /// Longer lines are judged and shaped each time: few lines are, and their
 /// skeletons would take the memo's memory.
 const MEMO_LINE: usize = 192;
-
-impl Slot {
-    /// Whether it holds `skeleton`.
-    fn holds(&self, skeleton: &Skeleton) -> bool {
-        self.used && self.skeleton == *skeleton
-    }
-}
 
 impl Memo {
     /// The slot of `line`'s skeleton, left in `self.skeleton`, and
@@ -235,18 +242,18 @@ impl Memo {
         }
         if self.slots.is_empty() {
             self.slots.resize_with(MEMO_SLOTS, Slot::default);
+            self.tags = vec![0; MEMO_SLOTS];
         }
-        // The hash's top bits: the ones every word went into.
-        let at_bits = |h: u64| (h >> (64 - MEMO_SLOTS.trailing_zeros())) as usize;
-        let mut slot = at_bits(self.skeleton.make(line));
-        let mut owned = self.slots[slot].holds(&self.skeleton);
+        let h = self.skeleton.make(line);
+        let mut slot = self.find(h);
+        let mut owned = self.holds(slot);
         if !owned {
             // A line with a hex value of its own is remembered by its
             // skeleton with the value folded (only such lines are: a line
             // whose skeleton is remembered as it is has none).
             if let Some(h) = self.skeleton.fold() {
-                slot = at_bits(h);
-                owned = self.slots[slot].holds(&self.skeleton);
+                slot = self.find(h);
+                owned = self.holds(slot);
             }
         }
         self.last = Some(Last {
@@ -258,18 +265,34 @@ impl Memo {
         Some((slot, owned))
     }
 
+    /// The slot of a skeleton of hash `h` (its top bits, the ones every
+    /// word went into), and that skeleton's tag (its low bits), kept.
+    #[inline]
+    fn find(&mut self, h: u64) -> usize {
+        self.tag = h as u32 | 1;
+        (h >> (64 - MEMO_SLOTS.trailing_zeros())) as usize
+    }
+
+    /// Whether `slot` holds the skeleton just made: its tag first, then
+    /// its bytes.
+    #[inline]
+    fn holds(&self, slot: usize) -> bool {
+        self.tags[slot] == self.tag && self.slots[slot].skeleton == self.skeleton
+    }
+
     /// Makes `slot` hold the skeleton just made, unless it holds another
     /// that still has chances (which loses one); `owned`: whether it holds
     /// it already. Whether it does now.
     fn take(&mut self, slot: usize, owned: bool) -> bool {
+        let used = self.tags[slot] != 0;
         let s = &mut self.slots[slot];
         if !owned {
-            if s.used && s.chances > 0 {
+            if used && s.chances > 0 {
                 s.chances -= 1;
                 return false;
             }
             s.skeleton.clone_from(&self.skeleton);
-            s.used = true;
+            self.tags[slot] = self.tag;
             s.judged = None;
             s.shapes = [None; 3];
             s.chances = 0;
@@ -344,14 +367,20 @@ impl Memo {
 /// A line of at most [`MEMO_LINE`] bytes with each digit made `0`, and
 /// its length. Compared and hashed eight bytes a word: the last word's
 /// bytes past the line are zero.
+/// Its length comes first, right before its bytes (`repr(C)`, no padding:
+/// every field is bytes).
 #[derive(Clone, Debug)]
+#[repr(C)]
 struct Skeleton {
-    bytes: [u8; SKELETON_BYTES],
-    len: usize,
+    len: u8,
     /// Whether its hex values are folded ([`Skeleton::fold`]): a folded
     /// skeleton is never the same as one that is not, whatever its bytes.
     folded: bool,
+    bytes: [u8; SKELETON_BYTES],
 }
+
+// A skeleton's length is one byte.
+const _: () = assert!(MEMO_LINE <= u8::MAX as usize);
 
 /// The high bit of each byte of `w` that is `0`, and no other bit.
 fn zeros(w: u64) -> u64 {
@@ -392,7 +421,7 @@ impl Default for Skeleton {
 
 impl PartialEq for Skeleton {
     fn eq(&self, other: &Skeleton) -> bool {
-        let n = self.len.div_ceil(8) * 8;
+        let n = usize::from(self.len).div_ceil(8) * 8;
         self.len == other.len && self.folded == other.folded && self.bytes[..n] == other.bytes[..n]
     }
 }
@@ -415,7 +444,7 @@ impl Skeleton {
     fn make(&mut self, line: &[u8]) -> u64 {
         debug_assert!(line.len() <= MEMO_LINE);
         let len = line.len();
-        self.len = len;
+        self.len = len as u8;
         self.folded = false;
         let full = len / 16;
         let (blocks, after) = self.bytes.split_at_mut(16 * full);
@@ -444,7 +473,7 @@ impl Skeleton {
     /// end (the hash only picks a slot, and the slot's skeleton is
     /// compared).
     fn hash(&self) -> u64 {
-        let len = self.len;
+        let len = usize::from(self.len);
         let mut h = len as u64 ^ if self.folded { FOLDED } else { 0 };
         for w in self.bytes[..len.div_ceil(8) * 8].chunks_exact(8) {
             let w: [u8; 8] = w.try_into().expect("a word");
@@ -481,7 +510,7 @@ impl Skeleton {
     /// (against every pattern) and shapes of lines whose hex values are
     /// drawn anew.
     fn fold(&mut self) -> Option<u64> {
-        let len = self.len;
+        let len = usize::from(self.len);
         // Eight bytes at a time, a hex value's mark: a digit beside one of
         // `a` to `f` (every hex value has one, most lines none).
         let (mut digits, mut letters) = (0u64, 0u64);
@@ -545,7 +574,7 @@ impl Skeleton {
     /// Its bytes.
     #[cfg(test)]
     fn bytes(&self) -> Vec<u8> {
-        self.bytes[..self.len].to_vec()
+        self.bytes[..usize::from(self.len)].to_vec()
     }
 }
 
@@ -1130,6 +1159,17 @@ mod tests {
                 prop_assert_eq!(skeleton.hash(), plain, "a line not folded is left as it was");
             }
         }
+    }
+
+    /// A lookup of a line reads how lines of its skeleton were judged and
+    /// the skeleton's bytes from the first few bytes of a slot.
+    #[test]
+    fn a_lookup_reads_the_start_of_a_slot() {
+        use std::mem::offset_of;
+        let bytes = offset_of!(super::Slot, skeleton) + offset_of!(super::Skeleton, bytes);
+        assert!(offset_of!(super::Slot, judged) < bytes);
+        assert!(bytes <= 32, "the skeleton's bytes start at {bytes}");
+        assert!(offset_of!(super::Slot, shapes) > bytes);
     }
 
     /// A line looked up, judged and shaped leaves its rank and its shape
