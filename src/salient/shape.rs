@@ -212,8 +212,10 @@ struct Slot {
 /// slot has no chances left, so that lines of a skeleton seen once (each
 /// with a hash of its own) do not push out the ones that come again.
 /// A build log's few hundred skeletons (each message and the widths of
-/// its numbers) pushed one another out of 512.
-const MEMO_SLOTS: usize = 1024;
+/// its numbers) pushed one another out of 512. Since a slot is read only
+/// when its tag matches, 2,048 (656 KiB, made on the first lookup) cost
+/// no more per lookup than 1,024 and miss less; 4,096 were no faster.
+const MEMO_SLOTS: usize = 2048;
 
 /// The most chances a slot keeps.
 const MAX_CHANCES: u8 = 3;
