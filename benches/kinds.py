@@ -191,14 +191,14 @@ def instructions(binary, path, extra, store):
     return int(found.group(1).replace(b",", b""))
 
 
-def count_instructions(binary, before, size, work):
+def count_instructions(binary, before, size, work, kinds):
     """One run of each under cachegrind: a count that does not drift with
     the machine, to compare two builds by (not the goal's measure)."""
     if not shutil.which("valgrind"):
         sys.exit("--instructions needs valgrind")
     print("| kind of output | before | after | raw | after / before |")
     print("|---|---:|---:|---:|---:|")
-    for name, make, _ in KINDS:
+    for name, make, _ in kinds:
         path = os.path.join(work, "input")
         write_kind(path, make, size)
         store = os.path.join(work, "store")
@@ -219,7 +219,11 @@ def main():
                         help="count each run's instructions under valgrind instead of timing it")
     parser.add_argument("--dir", help="where the inputs and the store go (default: the temporary folder);"
                         " on a memory filesystem (/dev/shm) no run waits for a disk's flush")
+    parser.add_argument("--kind", help="only the kinds whose name holds this text (for many rounds of one)")
     args = parser.parse_args()
+    kinds = [k for k in KINDS if args.kind is None or args.kind in k[0]]
+    if not kinds:
+        sys.exit(f"no kind of output holds {args.kind!r}: " + "; ".join(k[0] for k in KINDS))
     binary = os.path.abspath(args.binary)
     before = os.path.abspath(args.before) if args.before else None
     size, runs = args.size_mib << 20, args.runs
@@ -229,7 +233,7 @@ def main():
     work = tempfile.mkdtemp(prefix="spillway-kinds-", dir=args.dir)
     if args.instructions:
         try:
-            count_instructions(binary, before, size, work)
+            count_instructions(binary, before, size, work, kinds)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return
@@ -243,7 +247,7 @@ def main():
         print("| kind of output | default | raw | ratio | CPU ratio | goal |")
         print("|---|---:|---:|---:|---:|---|")
     try:
-        for name, make, goal in KINDS:
+        for name, make, goal in kinds:
             path = os.path.join(work, "input")
             write_kind(path, make, size)
             store = os.path.join(work, "store")
