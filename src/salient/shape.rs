@@ -188,7 +188,7 @@ struct Last {
 /// A remembered skeleton. In this order (`repr(C)`), what a line's lookup
 /// reads lies together at its start: its chances, how its lines were
 /// judged, and the skeleton (its length, then its bytes), rather than
-/// spread over the slot's 300 bytes (`a_lookup_reads_the_start_of_a_slot`
+/// spread over the slot's 328 bytes (`a_lookup_reads_the_start_of_a_slot`
 /// checks where the skeleton's bytes start).
 #[derive(Debug, Default)]
 #[repr(C)]
@@ -215,7 +215,9 @@ struct Slot {
 /// its numbers) pushed one another out of 512. Since a slot is read only
 /// when its tag matches, 2,048 (656 KiB, made on the first lookup) cost
 /// no more per lookup than 1,024 and miss less; 4,096 would save a build
-/// log another 3.5% of its instructions for twice the memory.
+/// log another 3.5% of its instructions for twice the memory. A matcher
+/// keeps up to eight searches' states for reuse (`SPARE_CACHES`), so a
+/// long-lived process holds up to 5.2 MiB of memos.
 const MEMO_SLOTS: usize = 2048;
 
 /// The most chances a slot keeps.
@@ -370,6 +372,7 @@ impl Memo {
 /// A line of at most [`MEMO_LINE`] bytes with each digit made `0`, and
 /// its length. Compared and hashed eight bytes a word: the last word's
 /// bytes past the line are zero.
+///
 /// Its length comes first, right before its bytes (`repr(C)`, no padding:
 /// every field is bytes).
 #[derive(Clone, Debug)]
@@ -1173,6 +1176,31 @@ mod tests {
         assert!(offset_of!(super::Slot, judged) < bytes);
         assert!(bytes <= 32, "the skeleton's bytes start at {bytes}");
         assert!(offset_of!(super::Slot, shapes) > bytes);
+    }
+
+    /// A slot whose tag is the line's holds the line's skeleton only if
+    /// its bytes are the same: the tag is a few bits of a hash, which two
+    /// skeletons may share.
+    #[test]
+    fn a_tag_alone_does_not_find_a_skeleton() {
+        let mut memo = super::Memo::default();
+        let line = b"error: disk 001 full";
+        assert_eq!(memo.rank(line), None);
+        let error = super::Judged {
+            rank: Some(SalientRank::Error),
+            gated: true,
+        };
+        memo.remember_rank(line, error);
+        let (slot, tag) = (memo.last.expect("looked up").slot, memo.tag);
+        assert!(memo.holds(slot));
+        // Another skeleton given the same slot and tag, as a collision of
+        // the hash's bits would.
+        memo.skeleton.make(b"error: disk 001 fool");
+        memo.tag = tag;
+        assert!(!memo.holds(slot));
+        memo.skeleton.make(b"error: disk 999 full");
+        memo.tag = tag;
+        assert!(memo.holds(slot), "the same skeleton, other digits");
     }
 
     /// A line looked up, judged and shaped leaves its rank and its shape
