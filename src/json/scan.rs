@@ -512,7 +512,7 @@ impl Scanner {
                             };
                             let rest = &chunk[i..];
                             if rest.len() >= word.len() {
-                                if &rest[..word.len()] != word {
+                                if !starts_with_literal(rest, word) {
                                     let k = rest.iter().zip(word).position(|(a, b)| a != b);
                                     fail!(i + k.unwrap_or(0));
                                 }
@@ -621,33 +621,44 @@ impl Scanner {
     }
 }
 
-/// Bytes a string's content cannot hold as they are: a quote, a backslash,
-/// a control byte.
-static SPECIAL: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        t[b] = true;
-        b += 1;
+/// Whether `rest` starts with `word` (`true`, `false` or `null`), compared
+/// as words rather than by a call to `memcmp`.
+#[inline(always)]
+fn starts_with_literal(rest: &[u8], word: &[u8]) -> bool {
+    let four = |s: &[u8]| {
+        s.get(..4)
+            .map(|w| u32::from_le_bytes(w.try_into().expect("four")))
+    };
+    match word.len() {
+        4 => four(rest) == four(word),
+        5 => four(rest) == four(word) && rest.get(4) == word.get(4),
+        _ => rest.starts_with(word),
     }
-    t[b'"' as usize] = true;
-    t[b'\\' as usize] = true;
-    t
-};
+}
 
 /// The first quote, backslash or control byte in `s`. Most strings in a
-/// document are short (names, ids): a table lookup a byte finds their end
-/// before a vectorized search would have started.
+/// document are short (names, ids): their first 32 bytes are searched eight
+/// at a time in a word ([`special_in_word`]), which ends them before a
+/// vectorized search would have started; a longer string's rest goes to
+/// `memchr`.
 #[inline(always)]
 fn find_special(s: &[u8]) -> Option<usize> {
-    let head = &s[..s.len().min(32)];
-    if let Some(i) = head.iter().position(|&b| SPECIAL[usize::from(b)]) {
-        return Some(i);
+    let head = s.len().min(32);
+    let mut i = 0;
+    while i + 8 <= head {
+        let word = u64::from_le_bytes(s[i..i + 8].try_into().expect("eight bytes"));
+        if let Some(k) = special_in_word(word) {
+            return Some(i + k);
+        }
+        i += 8;
     }
-    if head.len() == s.len() {
+    if let Some(k) = s[i..head].iter().position(|&b| is_special(b)) {
+        return Some(i + k);
+    }
+    if head == s.len() {
         return None;
     }
-    let rest = &s[head.len()..];
+    let rest = &s[head..];
     let j = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
     // A control byte before it ends the search there.
     let k = if has_control(&rest[..j]) {
@@ -655,7 +666,34 @@ fn find_special(s: &[u8]) -> Option<usize> {
     } else {
         j
     };
-    (k < rest.len()).then_some(k + head.len())
+    (k < rest.len()).then_some(k + head)
+}
+
+/// Whether a string's content cannot hold `b` as it is: a quote, a
+/// backslash, a control byte.
+#[inline(always)]
+fn is_special(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
+/// The index of the first special byte ([`is_special`]) among the eight of
+/// `word` (read little-endian: byte 0 is the first), if any.
+///
+/// Each test sets a byte's high bit: `x - 0x20` borrows into the high bit of
+/// a byte below 0x20 (`& !x` keeps only bytes that had it clear), and a byte
+/// equal to `c` is a zero byte of `word ^ c`. A borrow can also set the bit
+/// of a byte above a flagged one, never of one below it, so the lowest bit
+/// set is always a true match, and only the lowest is read.
+#[inline(always)]
+fn special_in_word(word: u64) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x & HIGH;
+    let control = below(word, 0x20);
+    let quote = below(word ^ (ONES * u64::from(b'"')), 1);
+    let backslash = below(word ^ (ONES * u64::from(b'\\')), 1);
+    let hits = control | quote | backslash;
+    (hits != 0).then(|| (hits.trailing_zeros() / 8) as usize)
 }
 
 /// A string's content that ends in this chunk with no escape: `Ok(len)`
@@ -714,6 +752,64 @@ mod tests {
         }
         let r = s.finish(&mut log);
         (log.0, r)
+    }
+
+    #[test]
+    fn the_word_search_finds_the_first_special_byte_as_a_byte_loop_does() {
+        // Every byte alone among others, and the pairs whose borrows could
+        // flag a byte above a match: a match must never be reported early
+        // or missed.
+        let fillers = [
+            b'a', 0x00, 0x1f, 0x20, 0x21, b'"', 0x23, b'\\', 0x5d, 0x7f, 0x80, 0xff,
+        ];
+        let naive = |s: &[u8]| s.iter().position(|&b| b < 0x20 || b == b'"' || b == b'\\');
+        let mut inputs: Vec<Vec<u8>> = Vec::new();
+        for b in 0..=255u8 {
+            for at in 0..40 {
+                let mut v = vec![b'x'; 48];
+                v[at] = b;
+                inputs.push(v);
+            }
+        }
+        for &f in &fillers {
+            for &g in &fillers {
+                for at in 0..16 {
+                    let mut v = vec![b'y'; 40];
+                    v[at] = f;
+                    v[at + 1] = g;
+                    inputs.push(v.clone());
+                    inputs.push(v[..at + 2].to_vec());
+                }
+            }
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for len in 0..80 {
+            let v: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    // Mostly plain bytes, a special one now and then.
+                    let b = (x >> 32) as u8;
+                    if b.is_multiple_of(5) {
+                        b % 0x24
+                    } else {
+                        b | 0x24
+                    }
+                })
+                .collect();
+            inputs.push(v);
+        }
+        for v in &inputs {
+            for from in 0..v.len().min(9) {
+                assert_eq!(
+                    find_special(&v[from..]),
+                    naive(&v[from..]),
+                    "{:?}",
+                    &v[from..]
+                );
+            }
+        }
     }
 
     #[test]
