@@ -5,19 +5,17 @@
 use std::collections::VecDeque;
 
 use super::super::scan::{Kind, Offset, Scanner, Tokens};
-use super::tree::{compact_len, Child, Container, Gap, Node, Str, KEY_SET_CAP};
+use super::tree::{compact_len, Bytes, Child, Container, Gap, Node, Str, KEY_SET_CAP};
 use super::{Keep, NODE_COST};
 use crate::ring::ByteRing;
 
 /// The pending member name of an object frame on the tail side, from the
 /// window.
-pub(super) fn tail_name(window: &ByteRing, f: &Frame) -> Option<Box<[u8]>> {
+pub(super) fn tail_name(window: &ByteRing, f: &Frame) -> Option<Bytes> {
     if f.container.kind != Kind::Object || f.key_end <= f.key_from + 1 {
         return None;
     }
-    window
-        .copy(f.key_from + 1, f.key_end - 1)
-        .map(Vec::into_boxed_slice)
+    window.copy(f.key_from + 1, f.key_end - 1).map(Bytes::from)
 }
 
 /// A tail-side child: where it is, or its sketch when it was larger than
@@ -44,6 +42,88 @@ impl Entry {
     }
 }
 
+/// A member name's hash, eight bytes a step (names are short, and a
+/// hostile document that makes two of its names collide only gets one of
+/// them marked as repeated).
+fn name_hash(name: &[u8]) -> u64 {
+    const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+    let step = |h: u64, w: u64| (h.rotate_left(5) ^ w).wrapping_mul(K);
+    let mut h = name.len() as u64;
+    let mut words = name.chunks_exact(8);
+    for w in &mut words {
+        h = step(h, u64::from_le_bytes(w.try_into().expect("eight bytes")));
+    }
+    let rest = words.remainder();
+    if !rest.is_empty() {
+        let mut w = [0; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        h = step(h, u64::from_le_bytes(w));
+    }
+    h ^ (h >> 29)
+}
+
+/// The hashes of an object's member names seen so far: the first
+/// [`FEW_NAMES`] in place, the rest in a set. Most objects are small, and so
+/// cost no allocation and no second hash.
+#[derive(Default)]
+pub(super) struct Names {
+    few: [u64; FEW_NAMES],
+    len: usize,
+    many: std::collections::HashSet<u64, NameHashes>,
+}
+
+/// How many names' hashes a frame holds in place.
+const FEW_NAMES: usize = 8;
+
+impl Names {
+    fn len(&self) -> usize {
+        self.len + self.many.len()
+    }
+
+    fn contains(&self, h: u64) -> bool {
+        self.few[..self.len].contains(&h) || (!self.many.is_empty() && self.many.contains(&h))
+    }
+
+    fn insert(&mut self, h: u64) {
+        if self.len < FEW_NAMES {
+            self.few[self.len] = h;
+            self.len += 1;
+        } else {
+            self.many.insert(h);
+        }
+    }
+}
+
+/// The set's keys are hashes already: it needs no second hash.
+#[derive(Clone, Copy, Default)]
+pub(super) struct NameHashes;
+
+impl std::hash::BuildHasher for NameHashes {
+    type Hasher = Passed;
+    fn build_hasher(&self) -> Passed {
+        Passed(0)
+    }
+}
+
+/// A hasher that hands on the one `u64` it is given.
+#[derive(Default)]
+pub(super) struct Passed(u64);
+
+impl std::hash::Hasher for Passed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64`s are hashed here; anything else folds in, byte by byte.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 /// An open container.
 pub(super) struct Frame {
     container: Container,
@@ -56,17 +136,17 @@ pub(super) struct Frame {
     placed_head: bool,
     index: u64,
     /// The pending member name (head side) and where it starts.
-    key: Option<Box<[u8]>>,
+    key: Option<Bytes>,
     key_from: Offset,
     /// Where the pending member name ends (tail side).
     key_end: Offset,
     /// Cost of the head-side children.
     cost: usize,
-    pub(super) my_key: Option<Box<[u8]>>,
+    pub(super) my_key: Option<Bytes>,
     my_index: u64,
     /// Hashes of the member names seen so far (an object's), to find a
     /// repeated name.
-    keys: std::collections::HashSet<u64>,
+    keys: Names,
 }
 
 impl Frame {
@@ -86,7 +166,8 @@ impl Frame {
 /// An open head-side string (or member name): its head, and the last bytes
 /// as a ring.
 struct OpenStr {
-    s: Str,
+    head: Vec<u8>,
+    len: u64,
     ring: Vec<u8>,
     ring_start: usize,
     start: Offset,
@@ -101,7 +182,7 @@ struct TailStr {
     head: Option<Vec<u8>>,
     key: bool,
     /// Its member name, kept with the head.
-    name: Option<Box<[u8]>>,
+    name: Option<Bytes>,
 }
 
 /// Builds the sketch from the tokenizer's events.
@@ -120,7 +201,7 @@ pub(crate) struct Builder {
     opaque_start: Offset,
     opaque_from: Offset,
     opaque_kind: Kind,
-    opaque_key: Option<Box<[u8]>>,
+    opaque_key: Option<Bytes>,
     opaque_index: u64,
     opaque_head: bool,
     string: Option<OpenStr>,
@@ -192,7 +273,7 @@ impl Builder {
 
     /// The name, index and first offset (its name's, for a member) of a
     /// value starting at `at`.
-    fn slot(&mut self, at: Offset) -> (Option<Box<[u8]>>, u64, Offset) {
+    fn slot(&mut self, at: Offset) -> (Option<Bytes>, u64, Offset) {
         match self.stack.last_mut() {
             None => (None, 0, at),
             Some(f) => {
@@ -262,7 +343,6 @@ impl Builder {
     /// A member name was read: notes whether an earlier member of the
     /// object has it (the value that follows takes the frame's next index).
     fn key_done(&mut self, raw: &[u8]) {
-        use std::hash::{Hash, Hasher};
         if raw.len() > self.keep.max_key {
             return;
         }
@@ -272,10 +352,13 @@ impl Builder {
         if f.container.kind != Kind::Object {
             return;
         }
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        super::super::pointer::unescape(raw).hash(&mut h);
-        let h = h.finish();
-        if f.keys.contains(&h) {
+        // A name without an escape is its own unescaped form (no copy).
+        let h = if memchr::memchr(b'\\', raw).is_none() {
+            name_hash(std::str::from_utf8(raw).unwrap_or("").as_bytes())
+        } else {
+            name_hash(super::super::pointer::unescape(raw).as_bytes())
+        };
+        if f.keys.contains(h) {
             // Equal hashes of different names only cost a pointer.
             f.container.repeated.push(f.index);
         } else if f.keys.len() >= KEY_SET_CAP {
@@ -317,6 +400,90 @@ impl Builder {
         Some(child)
     }
 
+    /// A whole head-side string (`at` and `end` with the base added): the
+    /// same node as `str_begin`, `str_part` and `str_end` make of it.
+    fn head_string(&mut self, key: bool, at: Offset, raw: &[u8], end: Offset) {
+        if key {
+            let cap = self.keep.max_key;
+            if raw.len() > cap {
+                self.key_too_long = true;
+            }
+            self.key_done(raw);
+            if let Some(f) = self.stack.last_mut() {
+                f.key_from = at;
+                f.key = Some(raw[..raw.len().min(cap)].into());
+            }
+            return;
+        }
+        let cap = self.keep.str_keep;
+        let (head, rest) = raw.split_at(raw.len().min(cap));
+        let tail = &rest[rest.len() - rest.len().min(cap)..];
+        let (key, index, _) = self.slot(at);
+        let cost = NODE_COST + head.len() + tail.len() + key.as_ref().map_or(0, |k| k.len());
+        let mut child = Child {
+            index,
+            key,
+            node: Node::Str(Str {
+                head: head.into(),
+                tail: tail.into(),
+                len: raw.len() as u64,
+            }),
+            start: at,
+            end,
+            cost,
+            compact: None,
+        };
+        child.compact = compact_len(&child.node);
+        self.place_head(child);
+    }
+
+    /// A run of spans, consecutive children of one container, parsed again
+    /// from the window at once (`[a,b,…]` or `{"x":a,"y":b,…}`): the same
+    /// children as [`reparse`](Self::reparse) makes of each alone, with one
+    /// parser and one copy for all. `None` when the run is not exactly those
+    /// children (the caller then takes them one by one).
+    fn reparse_run(&self, spans: &[Entry], member: bool, depth: usize) -> Option<Vec<Child>> {
+        let (Some(Entry::Span { from, .. }), Some(Entry::Span { end, .. })) =
+            (spans.first(), spans.last())
+        else {
+            return None;
+        };
+        let bytes = self.window.copy(*from, *end)?;
+        let mut b = Builder::new(Keep {
+            head_cost: usize::MAX / 4,
+            window: 0,
+            keep_depth: self.keep.keep_depth.saturating_sub(depth),
+            ..self.keep
+        });
+        b.base = from - 1;
+        let mut s = Scanner::new();
+        let (open, close): (&[u8], &[u8]) = if member { (b"{", b"}") } else { (b"[", b"]") };
+        s.feed(open, &mut b);
+        s.feed(&bytes, &mut b);
+        s.feed(close, &mut b);
+        s.finish(&mut b).ok()?;
+        let Node::Container(c) = b.root?.node else {
+            return None;
+        };
+        if c.head.len() != spans.len() {
+            return None;
+        }
+        let mut children = c.head;
+        for (child, span) in children.iter_mut().zip(spans) {
+            let Entry::Span {
+                index, start, end, ..
+            } = span
+            else {
+                return None;
+            };
+            if (child.start, child.end) != (*start, *end) {
+                return None;
+            }
+            child.index = *index;
+        }
+        Some(children)
+    }
+
     /// Ends a container: sketches its tail-side children from the window.
     fn close(&mut self, mut f: Frame, end: Offset) -> Child {
         let depth = self.stack.len() + 1;
@@ -336,14 +503,31 @@ impl Builder {
         }
         let mut kept = Vec::with_capacity(entries.len());
         let mut failed = false;
-        for e in &entries {
-            match e {
-                Entry::Node(_) => kept.push(None),
-                span => match self.reparse(span, member, depth) {
-                    Some(c) => kept.push(Some(c)),
-                    None => failed = true,
-                },
+        let all = entries.make_contiguous();
+        let mut k = 0;
+        while k < all.len() {
+            if let Entry::Node(_) = all[k] {
+                kept.push(None);
+                k += 1;
+                continue;
             }
+            // A run of spans: consecutive children, parsed again at once.
+            let run = all[k..]
+                .iter()
+                .position(|e| matches!(e, Entry::Node(_)))
+                .map_or(all.len(), |r| k + r);
+            match self.reparse_run(&all[k..run], member, depth) {
+                Some(children) => kept.extend(children.into_iter().map(Some)),
+                None => {
+                    for span in &all[k..run] {
+                        match self.reparse(span, member, depth) {
+                            Some(c) => kept.push(Some(c)),
+                            None => failed = true,
+                        }
+                    }
+                }
+            }
+            k = run;
         }
         debug_assert!(!failed, "a span in the window did not parse again");
         for (e, c) in entries.into_iter().zip(kept) {
@@ -397,7 +581,7 @@ impl Builder {
         start: Offset,
         end: Offset,
         count: u64,
-        name: Option<Box<[u8]>>,
+        name: Option<Bytes>,
     ) {
         let (start, end) = (start + self.base, end + self.base);
         let (key, index, from) = self.slot(start);
@@ -530,7 +714,7 @@ impl Tokens for Builder {
                 repeated: Vec::new(),
                 unsure_from: None,
             },
-            keys: std::collections::HashSet::new(),
+            keys: Names::default(),
             entries: self.spare.pop().unwrap_or_default(),
             start: at,
             from,
@@ -631,7 +815,8 @@ impl Tokens for Builder {
         }
         if self.head_side() {
             self.string = Some(OpenStr {
-                s: Str::default(),
+                head: Vec::new(),
+                len: 0,
                 ring: Vec::new(),
                 ring_start: 0,
                 start: at,
@@ -678,6 +863,15 @@ impl Tokens for Builder {
             if let Some(f) = self.stack.last_mut() {
                 f.index -= 1;
             }
+        } else if self.opaque == 0
+            && self.tail_str.is_none()
+            && self.string.is_none()
+            && self.key_buf.is_none()
+        {
+            // The head side's common case: what `str_begin`, `str_part`
+            // and `str_end` make of a whole string, without their state.
+            self.head_string(key, at + self.base, raw, end + self.base);
+            return;
         }
         self.str_begin(key, at);
         if !raw.is_empty() {
@@ -714,16 +908,16 @@ impl Tokens for Builder {
         let Some(o) = self.string.as_mut() else {
             return;
         };
-        o.s.len += raw.len() as u64;
+        o.len += raw.len() as u64;
         let cap = if o.key {
             self.keep.max_key
         } else {
             self.keep.str_keep
         };
-        let room = cap - o.s.head.len();
+        let room = cap - o.head.len();
         if room > 0 {
             let n = room.min(raw.len());
-            o.s.head.extend_from_slice(&raw[..n]);
+            o.head.extend_from_slice(&raw[..n]);
             raw = &raw[n..];
         }
         if raw.is_empty() {
@@ -786,8 +980,8 @@ impl Tokens for Builder {
                 .unwrap_or_default();
             let cost = NODE_COST + head.len() + tail.len() + key.as_ref().map_or(0, |k| k.len());
             let s = Str {
-                head,
-                tail,
+                head: head.into(),
+                tail: tail.into(),
                 len: t.len,
             };
             self.push_entry(Entry::Node(Box::new(Child {
@@ -806,19 +1000,22 @@ impl Tokens for Builder {
         };
         if o.key {
             if let Some(f) = self.stack.last_mut() {
-                f.key = Some(o.s.head.into_boxed_slice());
+                f.key = Some(Bytes::from(o.head));
             }
             return;
         }
         o.ring.rotate_left(o.ring_start);
-        o.s.tail = o.ring;
+        let s = Str {
+            head: o.head.into(),
+            tail: o.ring.into(),
+            len: o.len,
+        };
         let (key, index, _) = self.slot(o.start);
-        let cost =
-            NODE_COST + o.s.head.len() + o.s.tail.len() + key.as_ref().map_or(0, |k| k.len());
+        let cost = NODE_COST + s.head.len() + s.tail.len() + key.as_ref().map_or(0, |k| k.len());
         let mut child = Child {
             index,
             key,
-            node: Node::Str(o.s),
+            node: Node::Str(s),
             start: o.start,
             end,
             cost,
@@ -861,5 +1058,105 @@ impl Tokens for Builder {
         };
         child.compact = compact_len(&child.node);
         self.finish_value(child, from, true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The direct children of the outermost container in `doc`: where each
+    /// one's name (or, in an array, the child itself) starts, and its value.
+    fn spans(doc: &[u8]) -> Vec<Entry> {
+        let mut b = Builder::new(Keep {
+            head_cost: usize::MAX / 4,
+            window: 0,
+            str_keep: 1 << 20,
+            max_key: 4096,
+            keep_depth: 48,
+        });
+        let mut s = Scanner::new();
+        s.feed(doc, &mut b);
+        s.finish(&mut b).unwrap();
+        let Node::Container(c) = b.into_root().unwrap().node else {
+            panic!("not a container");
+        };
+        c.head
+            .iter()
+            .map(|child| {
+                // A member's name ends at the last quote before its colon.
+                let from = match &child.key {
+                    Some(k) => {
+                        let before = &doc[..child.start as usize];
+                        let colon = before.iter().rposition(|&b| b == b':').unwrap();
+                        let close = before[..colon].iter().rposition(|&b| b == b'"').unwrap();
+                        (close - k.len() - 1) as u64
+                    }
+                    None => child.start,
+                };
+                Entry::Span {
+                    index: child.index + 100,
+                    from,
+                    start: child.start,
+                    end: child.end,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_run_of_children_parses_again_as_each_one_alone() {
+        let docs: [&[u8]; 4] = [
+            br#"[{"a":1,"a":2},"x\n",[[1,2],[]],-0.5e3,true,null,{"b":{"c":[{}]}}]"#,
+            br#"{"one": 1, "two" :[ 2, 3 ],"three":"a long string","four":{"x":{"y":null}},"a":1,"a":2}"#,
+            b"[ 1 ,\n 2 ,\t\"three\" , {\"k\\\"ey\": [4]} ]",
+            br#"{"k":[1],"l":{"m":"n"},"o":"p","q":[]}"#,
+        ];
+        for doc in docs {
+            let entries = spans(doc);
+            assert!(entries.len() >= 4, "{}", String::from_utf8_lossy(doc));
+            let member = doc[0] == b'{';
+            for keep_depth in [48, 3, 2] {
+                let mut b = Builder::new(Keep {
+                    head_cost: 0,
+                    window: 1 << 20,
+                    str_keep: 8,
+                    max_key: 4096,
+                    keep_depth,
+                });
+                b.window.push(doc);
+                let run = b.reparse_run(&entries, member, 1).expect("a run");
+                let one_by_one: Vec<Child> = entries
+                    .iter()
+                    .map(|e| b.reparse(e, member, 1).expect("one"))
+                    .collect();
+                assert_eq!(format!("{run:?}"), format!("{one_by_one:?}"));
+                assert_eq!(run[0].index, 100);
+                // A run that is not exactly those children is refused.
+                assert!(b.reparse_run(&entries[1..], member, 1).is_some());
+                let skipped = [entries[0].clone_span(), entries[2].clone_span()];
+                assert!(b.reparse_run(&skipped, member, 1).is_none());
+            }
+        }
+    }
+
+    impl Entry {
+        fn clone_span(&self) -> Entry {
+            let Entry::Span {
+                index,
+                from,
+                start,
+                end,
+            } = *self
+            else {
+                panic!("a span");
+            };
+            Entry::Span {
+                index,
+                from,
+                start,
+                end,
+            }
+        }
     }
 }

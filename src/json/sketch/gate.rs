@@ -3,6 +3,7 @@
 
 use super::super::scan::{Kind, Offset, Tokens};
 use super::builder::{tail_name, Builder};
+use super::tree::Bytes;
 
 /// Holds back the events inside a tail-side container while it is small
 /// (the builder has no use for them), and lets them through once it grows.
@@ -15,7 +16,7 @@ pub(crate) struct Gate {
     limit: u64,
     object: bool,
     /// Its member name, taken while the window held it.
-    name: Option<Box<[u8]>>,
+    name: Option<Bytes>,
 }
 
 /// A [`Builder`] behind its [`Gate`].
@@ -27,28 +28,39 @@ pub(crate) struct Gated<'a> {
 impl Gated<'_> {
     /// A direct child of the quiet container starts at `at`: wake when the
     /// container has grown past its limit. Returns whether still quiet.
+    #[inline(always)]
     fn child(&mut self, at: Offset) -> bool {
         let g = &mut *self.gate;
         if at - g.start >= g.limit {
-            let count = g.count;
-            g.level = 0;
-            // Opened now, with its name taken when it started (the window
-            // may have lost it since).
-            let kind = if g.object { Kind::Object } else { Kind::Array };
-            let name = g.name.take();
-            self.builder.begin(kind, g.start);
-            if let Some(f) = self.builder.stack.last_mut() {
-                f.my_key = f.my_key.take().or(name);
-            }
-            self.builder.wake(count, at);
+            self.wake(at);
             return false;
         }
         g.count += 1;
         true
     }
+
+    /// The quiet container grew past its limit: it is opened now, with the
+    /// children it had so far as its gap.
+    #[cold]
+    #[inline(never)]
+    fn wake(&mut self, at: Offset) {
+        let g = &mut *self.gate;
+        let count = g.count;
+        g.level = 0;
+        // Opened now, with its name taken when it started (the window may
+        // have lost it since).
+        let kind = if g.object { Kind::Object } else { Kind::Array };
+        let name = g.name.take();
+        self.builder.begin(kind, g.start);
+        if let Some(f) = self.builder.stack.last_mut() {
+            f.my_key = f.my_key.take().or(name);
+        }
+        self.builder.wake(count, at);
+    }
 }
 
 impl Tokens for Gated<'_> {
+    #[inline(always)]
     fn begin(&mut self, kind: Kind, at: Offset) {
         if self.gate.level > 0 {
             let direct = self.gate.level == 1 && !self.gate.object;
@@ -76,6 +88,7 @@ impl Tokens for Gated<'_> {
         self.builder.begin(kind, at);
     }
 
+    #[inline(always)]
     fn end(&mut self, end: Offset) {
         if self.gate.level > 0 {
             self.gate.level -= 1;
@@ -96,6 +109,7 @@ impl Tokens for Gated<'_> {
         self.builder.end(end);
     }
 
+    #[inline(always)]
     fn str_begin(&mut self, key: bool, at: Offset) {
         if self.gate.level > 0 {
             let direct = self.gate.level == 1 && (key || !self.gate.object);
@@ -106,18 +120,21 @@ impl Tokens for Gated<'_> {
         self.builder.str_begin(key, at);
     }
 
+    #[inline(always)]
     fn str_part(&mut self, raw: &[u8]) {
         if self.gate.level == 0 {
             self.builder.str_part(raw);
         }
     }
 
+    #[inline(always)]
     fn str_end(&mut self, end: Offset) {
         if self.gate.level == 0 {
             self.builder.str_end(end);
         }
     }
 
+    #[inline(always)]
     fn string(&mut self, key: bool, at: Offset, raw: &[u8], end: Offset) {
         if self.gate.level > 0 {
             let direct = self.gate.level == 1 && (key || !self.gate.object);
@@ -128,6 +145,7 @@ impl Tokens for Gated<'_> {
         self.builder.string(key, at, raw, end);
     }
 
+    #[inline(always)]
     fn scalar(&mut self, raw: Option<&[u8]>, at: Offset, end: Offset) {
         if self.gate.level > 0 {
             let direct = self.gate.level == 1 && !self.gate.object;

@@ -5,11 +5,75 @@ use std::collections::VecDeque;
 
 use super::super::scan::{Kind, Offset};
 
+/// The raw bytes of a member name, a scalar or a string's ends: up to [`Bytes::IN_PLACE`]
+/// of them in place (most names, numbers and short strings, which so cost no allocation
+/// to keep or to drop), longer ones on the heap.
+#[derive(Clone)]
+pub(crate) enum Bytes {
+    InPlace { len: u8, buf: [u8; Bytes::IN_PLACE] },
+    Heap(Box<[u8]>),
+}
+
+impl Bytes {
+    /// The most bytes kept in place.
+    pub(crate) const IN_PLACE: usize = 22;
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::InPlace { len, buf } => &buf[..usize::from(*len)],
+            Bytes::Heap(b) => b,
+        }
+    }
+}
+
+impl From<&[u8]> for Bytes {
+    fn from(raw: &[u8]) -> Bytes {
+        if raw.len() <= Bytes::IN_PLACE {
+            let mut buf = [0; Bytes::IN_PLACE];
+            buf[..raw.len()].copy_from_slice(raw);
+            Bytes::InPlace {
+                len: raw.len() as u8,
+                buf,
+            }
+        } else {
+            Bytes::Heap(raw.into())
+        }
+    }
+}
+
+impl From<Vec<u8>> for Bytes {
+    fn from(raw: Vec<u8>) -> Bytes {
+        if raw.len() <= Bytes::IN_PLACE {
+            Bytes::from(raw.as_slice())
+        } else {
+            Bytes::Heap(raw.into_boxed_slice())
+        }
+    }
+}
+
+impl Default for Bytes {
+    fn default() -> Bytes {
+        Bytes::InPlace {
+            len: 0,
+            buf: [0; Bytes::IN_PLACE],
+        }
+    }
+}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self))
+    }
+}
+
 /// A kept value.
 #[derive(Debug)]
 pub(crate) enum Node {
     /// A number or literal, whole.
-    Scalar(Box<[u8]>),
+    Scalar(Bytes),
     /// A number too long to keep.
     LongNumber,
     /// A string: its raw content's first and last bytes.
@@ -24,9 +88,9 @@ pub(crate) enum Node {
 #[derive(Debug, Default)]
 pub(crate) struct Str {
     /// The first bytes; the whole content when `len == head.len()`.
-    pub head: Vec<u8>,
+    pub head: Bytes,
     /// The last bytes, when the content is longer than `head`.
-    pub tail: Vec<u8>,
+    pub tail: Bytes,
     /// Raw content length.
     pub len: u64,
 }
@@ -99,7 +163,7 @@ pub(crate) struct Gap {
 pub(crate) struct Child {
     pub index: u64,
     /// A member's name, raw (escapes as written, no quotes).
-    pub key: Option<Box<[u8]>>,
+    pub key: Option<Bytes>,
     pub node: Node,
     /// The value's raw byte range.
     pub start: Offset,
