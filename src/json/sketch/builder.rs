@@ -371,33 +371,8 @@ impl Builder {
     /// A value's bytes parsed again from the window: `[value]` or
     /// `{"name": value}`.
     fn reparse(&self, e: &Entry, member: bool, depth: usize) -> Option<Child> {
-        let Entry::Span {
-            index, from, end, ..
-        } = e
-        else {
-            return None;
-        };
-        let bytes = self.window.copy(*from, *end)?;
-        let mut b = Builder::new(Keep {
-            head_cost: usize::MAX / 4,
-            window: 0,
-            keep_depth: self.keep.keep_depth.saturating_sub(depth),
-            ..self.keep
-        });
-        b.base = from - 1;
-        let mut s = Scanner::new();
-        let (open, close): (&[u8], &[u8]) = if member { (b"{", b"}") } else { (b"[", b"]") };
-        s.feed(open, &mut b);
-        s.feed(&bytes, &mut b);
-        s.feed(close, &mut b);
-        s.finish(&mut b).ok()?;
-        let root = b.root?;
-        let Node::Container(c) = root.node else {
-            return None;
-        };
-        let mut child = c.head.into_iter().next()?;
-        child.index = *index;
-        Some(child)
+        self.reparse_run(std::slice::from_ref(e), member, depth)?
+            .pop()
     }
 
     /// A whole head-side string (`at` and `end` with the base added): the
