@@ -5,8 +5,8 @@ A restructuring that means to change no behaviour runs this before it lands:
 
     python3 tests/same_output.py OLD_SPILLWAY NEW_SPILLWAY
 
-It runs `spillway apply` from each binary over every pair of 24 kinds of
-input and 26 policies (624 pairs), each pair in a fresh store at the same
+It runs `spillway apply` from each binary over every pair of 29 kinds of
+input and 26 policies (754 pairs), each pair in a fresh store at the same
 path, and compares stdout, stderr, the exit status and the store's objects
 (names and bytes). It prints each pair that differs and exits 1 if any
 does. The inputs are generated from a fixed seed, so a run is repeatable.
@@ -70,6 +70,20 @@ def inputs():
     for i in range(200):
         deep = {f"k{i}": deep, "n": i}
     yield "json-deep", json.dumps(deep).encode()
+    # The JSON sketch's paths: a dense document past the window (head side,
+    # quiet tail-side records, the window parsed again when its array
+    # closes), names with escapes and past 22 bytes, repeated names, a wide
+    # object, and whitespace that compaction removes.
+    records = [{"id": i, "name": f"test_case_{i}", "ok": i % 7 != 0, "ms": i % 997, "tags": ["unit", "fast"]}
+               for i in range(13000)]
+    yield "json-records-1mib", json.dumps({"run": "0", "results": records, "log": "step ok\n" * 2000},
+                                          separators=(",", ":")).encode()
+    yield "json-names", json.dumps(
+        {"items": [{f"k\"ey\\{i}": f"v\n{i}", "a\u00e9" + "x" * (i % 40): [1.5e10, -0.0, None, True]}
+                   for i in range(3000)]}).encode()
+    yield "json-repeated-names", ("{" + ",".join(f'"a":{i},"b":"{i}"' for i in range(3000)) + "}").encode()
+    yield "json-wide-object", json.dumps({f"k{i}": i for i in range(20000)}).encode()
+    yield "json-pretty", json.dumps({"results": records[:2500]}, indent=2).encode()
     yield "json-lines", lines(5000, lambda i: json.dumps({"ts": i, "level": "error" if i % 9 == 0 else "info", "msg": rng.choice(words)}))
     yield "minified", ("var a=" + ";".join(f"function f{i}(x){{return x*{i}+{rng.randrange(99)}}}" for i in range(15000))).encode()
     tb = 'Traceback (most recent call last):\n  File "/app/main.py", line {0}, in run\n    go()\nValueError: bad value {0}\n'
