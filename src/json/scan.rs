@@ -512,7 +512,7 @@ impl Scanner {
                             };
                             let rest = &chunk[i..];
                             if rest.len() >= word.len() {
-                                if !starts_with_literal(rest, word) {
+                                if &rest[..word.len()] != word {
                                     let k = rest.iter().zip(word).position(|(a, b)| a != b);
                                     fail!(i + k.unwrap_or(0));
                                 }
@@ -618,21 +618,6 @@ impl Scanner {
             self.fail(e.at);
             Err(e)
         }
-    }
-}
-
-/// Whether `rest` starts with `word` (`true`, `false` or `null`), compared
-/// as words rather than by a call to `memcmp`.
-#[inline(always)]
-fn starts_with_literal(rest: &[u8], word: &[u8]) -> bool {
-    let four = |s: &[u8]| {
-        s.get(..4)
-            .map(|w| u32::from_le_bytes(w.try_into().expect("four")))
-    };
-    match word.len() {
-        4 => four(rest) == four(word),
-        5 => four(rest) == four(word) && rest.get(4) == word.get(4),
-        _ => rest.starts_with(word),
     }
 }
 
