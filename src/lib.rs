@@ -68,7 +68,8 @@ mod salient;
 mod stage;
 mod store;
 mod storing;
-// The few system calls the store needs; the one place of the core allowed
+// The few system calls the store needs; with the vector blocks of the
+// escape strip (`render/strip/vector.rs`), the places of the core allowed
 // `unsafe` (each block says why it is sound).
 #[allow(unsafe_code)]
 mod sys;

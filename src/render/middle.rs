@@ -6,98 +6,8 @@ use std::collections::VecDeque;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::collect::MiddleLines;
-use crate::preview::{csi_end, escape_len, MAX_ESCAPE};
+use super::strip::strip;
 use crate::salient::{Caches, Candidate, Group, LinesAt, Matcher, SalientRank};
-
-/// `src` without its escape sequences (as the preview's cut rules read
-/// them), so that a colour code does not glue itself to a word the
-/// patterns look for. Every line end is kept, those inside an escape
-/// string (an OSC title or a DCS may hold some) too: the text has the raw
-/// bytes' lines, so a line found in it is numbered as the raw line.
-pub(crate) fn strip(src: &[u8], out: &mut Vec<u8>) {
-    // The text is never longer than the raw bytes (an escape string's
-    // line ends are fewer than its bytes): it is written into room for
-    // all of them, eight bytes a store, and cut to its length at the end.
-    // The room is zeroed only where it grows (this buffer lives as long as
-    // a stream's scan).
-    out.resize(src.len().max(out.len()), 0);
-    let n = src.len();
-    let (mut i, mut o) = (0, 0);
-    loop {
-        // Escapes come a few bytes apart in coloured output: eight bytes
-        // at a time, each word stored whole (the bytes past an escape in
-        // it are written over next), find the next one sooner than a
-        // vectorized search's setup and copy its text without a call.
-        while let (Some(w), Some(to)) = (src.get(i..i + 8), out.get_mut(o..o + 8)) {
-            to.copy_from_slice(w);
-            match esc_at(w) {
-                None => {
-                    i += 8;
-                    o += 8;
-                }
-                Some(k) => {
-                    i += k;
-                    o += k;
-                    break;
-                }
-            }
-        }
-        while i < n && src[i] != 0x1B {
-            out[o] = src[i];
-            i += 1;
-            o += 1;
-        }
-        if i == n {
-            break;
-        }
-        let j = i;
-        if src.get(j + 1) == Some(&b'[') {
-            // A control sequence (a colour: most escapes), read here as
-            // `escape_len` reads it, at most `MAX_ESCAPE` bytes. Its bytes
-            // are printable: it holds no line end.
-            let s = &src[j..n.min(j + MAX_ESCAPE)];
-            i = j + csi_end(s).unwrap_or(s.len());
-            continue;
-        }
-        let len = escape_len(&src[j..]).unwrap_or(n - j);
-        i = j + len.max(1);
-        // Only a string (an OSC title, a DCS) may hold a line end.
-        let held = bytecount::count(&src[j..i], b'\n');
-        out[o..o + held].fill(b'\n');
-        o += held;
-    }
-    out.truncate(o);
-}
-
-/// Where the first ESC of the eight bytes of `w` is, if they hold one.
-#[inline]
-fn esc_at(w: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let mut b = [0u8; 8];
-    b.copy_from_slice(w);
-    // A byte of `x` is zero where `w` has an ESC; the lowest such byte
-    // sets its high bit here (others may too, past it).
-    let x = u64::from_le_bytes(b) ^ (ONES * 0x1B);
-    let found = x.wrapping_sub(ONES) & !x & (ONES << 7);
-    (found != 0).then(|| found.trailing_zeros() as usize / 8)
-}
-
-/// [`strip`] as first written, one vectorized search an escape: the oracle
-/// it is checked against.
-#[cfg(test)]
-fn strip_by_search(src: &[u8], out: &mut Vec<u8>) {
-    out.clear();
-    let mut i = 0;
-    while let Some(e) = memchr::memchr(0x1B, &src[i..]) {
-        out.extend_from_slice(&src[i..i + e]);
-        let j = i + e;
-        let len = escape_len(&src[j..]).unwrap_or(src.len() - j);
-        i = j + len.max(1);
-        let held = bytecount::count(&src[j..i], b'\n');
-        out.resize(out.len() + held, b'\n');
-    }
-    out.extend_from_slice(&src[i..]);
-}
 
 /// The line ends in `gap`, the bytes between two matched lines: most
 /// often the one between two lines that follow each other.
@@ -746,27 +656,6 @@ impl RawScan {
 mod tests {
     use super::*;
     use crate::salient::SalientPatterns;
-    use proptest::prelude::*;
-
-    /// The first ESC of eight bytes is found in any place, whatever the
-    /// others are (another ESC after it, or bytes next to it in value).
-    #[test]
-    fn esc_at_finds_the_first_esc_in_any_place() {
-        for at in 0..8 {
-            for b in 0..=255u8 {
-                for other in 0..8 {
-                    for b2 in [0x1Bu8, 0x1A, 0x1C, 0, 0x9B, 0xFF, b'x'] {
-                        for fill in [0u8, 0x1A, 0x1C, 0x9B, 0xFF, b'x'] {
-                            let mut w = [fill; 8];
-                            w[other] = b2;
-                            w[at] = b;
-                            assert_eq!(esc_at(&w), w.iter().position(|&c| c == 0x1B), "{w:x?}");
-                        }
-                    }
-                }
-            }
-        }
-    }
 
     /// A flood of matched lines, of the sizes a tool prints just over its
     /// budget and larger, is found as a search of each line alone with no
@@ -851,45 +740,6 @@ mod tests {
                 );
                 assert_eq!(found.newlines, i, "{size}");
             }
-        }
-    }
-
-    /// A control sequence longer than any escape is read to be.
-    static LONG_CSI: [u8; 302] = {
-        let mut s = [b';'; 302];
-        s[0] = 0x1B;
-        s[1] = b'[';
-        s
-    };
-
-    proptest! {
-        /// Text of escapes of every kind, cut anywhere, with line ends
-        /// inside strings and between them, strips as the search for each
-        /// escape strips it, into a buffer that held anything.
-        #[test]
-        fn strip_is_strip_by_search(
-            parts in proptest::collection::vec(
-                prop_oneof![
-                    Just(&b"\x1b[1m"[..]), Just(&b"\x1b[33m"[..]), Just(&b"\x1b[0"[..]),
-                    Just(&b"\x1b]0;title\n\x07"[..]), Just(&b"\x1bP1\n2\x1b\\"[..]),
-                    Just(&b"\x1b(B"[..]), Just(&b"\x1b"[..]), Just(&b"\x1b["[..]),
-                    Just(&b"\n"[..]), Just(&b"warning: x"[..]), Just(&b"\r"[..]),
-                    Just(&b"\x1b]8;;\x1b\\"[..]), Just(&b"\x1b[38;5;9\n"[..]),
-                    Just(&LONG_CSI[..]), Just(&b"a text of 23 bytes here"[..]),
-                    Just(&b"E"[..]),
-                ],
-                0..40,
-            ),
-            left in 0..64usize,
-        ) {
-            let src = parts.concat();
-            // Into a buffer that holds other bytes, more or fewer.
-            let (mut a, mut b) = (vec![b'#'; left], Vec::new());
-            strip(&src, &mut a);
-            strip_by_search(&src, &mut b);
-            prop_assert_eq!(&a, &b);
-            strip(&src, &mut a);
-            prop_assert_eq!(a, b);
         }
     }
 

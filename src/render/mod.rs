@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 pub(crate) mod collect;
 pub(crate) mod middle;
 pub(crate) mod side;
+pub(crate) mod strip;
 pub(crate) mod terminal;
 pub(crate) mod worker;
 

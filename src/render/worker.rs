@@ -309,7 +309,7 @@ mod tests {
             if raw >= head_end && end <= tail_start {
                 let mut text = Vec::new();
                 let cut = &line[..line.len().min(crate::render::middle::LINE_CAP)];
-                crate::render::middle::strip(cut, &mut text);
+                crate::render::strip::strip(cut, &mut text);
                 let text = text.strip_suffix(b"\n").unwrap_or(&text);
                 naive += u64::from(matcher.line_rank(text, &mut caches).is_some());
             }
