@@ -5,8 +5,8 @@ A restructuring that means to change no behaviour runs this before it lands:
 
     python3 tests/same_output.py OLD_SPILLWAY NEW_SPILLWAY
 
-It runs `spillway apply` from each binary over every pair of 29 kinds of
-input and 26 policies (754 pairs), each pair in a fresh store at the same
+It runs `spillway apply` from each binary over every pair of 30 kinds of
+input and 26 policies (780 pairs), each pair in a fresh store at the same
 path, and compares stdout, stderr, the exit status and the store's objects
 (names and bytes). It prints each pair that differs and exits 1 if any
 does. The inputs are generated from a fixed seed, so a run is repeatable.
@@ -90,6 +90,14 @@ def inputs():
     yield "tracebacks", "".join(tb.format(i) + "".join(f"log {j}\n" for j in range(30)) for i in range(600)).encode()
     yield "test-runner", lines(9000, lambda i: f"test suite::case_{i} ... {'FAILED' if i % 301 == 0 else 'ok'}")
     yield "repeats", lines(5000, lambda i: "the same line again and again")
+    # Runs of one coloured line, which the render copies without its parser,
+    # between lines it must not (a redraw, a line with no colour that is not
+    # plain), past 16 KiB regions.
+    kinds = ["\x1b[32m   Compiling\x1b[0m crate v0.1.0 (r\u00e9sum\u00e9 \u2713)\n",
+             "\x1b[1;33mwarning\x1b[0m: retrying {}\n", "\u00a9 2026 no colour {}\n",
+             "\x1b[1A\x1b[2Kredraw {}\n", "\x1b[31merror\x1b[0m: disk full {}\n"]
+    yield "repeats-coloured", "".join(
+        kinds[k % len(kinds)].format(k % 3) * rng.randrange(1, 600) for k in range(80)).encode()
     yield "crlf", b"".join(f"windows line {i}\r\n".encode() for i in range(8000))
 
 

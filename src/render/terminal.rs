@@ -260,6 +260,11 @@ impl Screen {
         self.rows.len() - 1
     }
 
+    /// How many rows were ever made: those here, and those handed on.
+    fn made(&self) -> u64 {
+        self.base + self.rows.len() as u64
+    }
+
     /// Hands the oldest rows on until at most `keep` are above the bottom.
     fn emit_above<S: LineOut>(&mut self, sink: &mut S, keep: usize) {
         while self.rows.len() > keep + 1 {
@@ -528,6 +533,22 @@ impl<S: LineOut> vte::Perform for Perf<'_, S> {
     fn hook(&mut self, _: &vte::Params, _: &[u8], _: bool, _: char) {}
 }
 
+/// The length of the colour (SGR) sequence `data` starts with, if it
+/// starts with a whole one: ESC, `[`, at most 16 digits and `;`, and `m`.
+/// (So few parameters are far under the parser's cap, past which it would
+/// ignore them.)
+fn sgr_len(data: &[u8]) -> Option<usize> {
+    if data.get(1) != Some(&b'[') {
+        return None;
+    }
+    let params = data[2..]
+        .iter()
+        .take(17)
+        .take_while(|&&b| b.is_ascii_digit() || b == b';')
+        .count();
+    (params <= 16 && data.get(2 + params) == Some(&b'm')).then_some(3 + params)
+}
+
 /// Bytes that send a line to the slow path: C0 controls but `\t` and `\n`,
 /// DEL, and the lead byte of U+0080..U+00BF (which holds the C1 controls).
 static SPECIAL: [bool; 256] = {
@@ -635,6 +656,61 @@ pub(crate) struct Terminal {
     screen: Screen,
     /// The start of a character cut by the end of the last chunk.
     carry: Vec<u8>,
+    /// The last line the slow path rendered alone, from rest, whose row
+    /// a copy of it makes again without the parser ([`Terminal::repeat`]).
+    last_line: Option<Repeat>,
+    /// Whether copies of a line may take that path (the tests compare).
+    repeats: bool,
+}
+
+/// A whole line of text and colours that the slow path rendered from
+/// rest (an empty row, the cursor at its start, the parser at rest, a
+/// region's start), making no row but the one its `\n` starts: its raw
+/// bytes, and the row they made. The same bytes from the same state make
+/// the same row, whatever came before: text and colours act on the row
+/// alone (no cursor move, erase, return, saved cursor or string).
+struct Repeat {
+    raw: Vec<u8>,
+    text: String,
+    chars: usize,
+    exact: bool,
+}
+
+/// The longest line a [`Repeat`] holds: far less than a row's width, so
+/// that no row wraps.
+const REPEAT_MAX: usize = 256;
+
+/// Whether `piece` is one line of text and colours, as [`Repeat`] takes:
+/// characters (valid UTF-8, a tab but no other control, no C1 control,
+/// no bidirectional control) and colour sequences, and a `\n` last.
+fn repeatable(piece: &[u8]) -> bool {
+    let Some((&b'\n', mut rest)) = piece.split_last() else {
+        return false;
+    };
+    if piece.len() > REPEAT_MAX {
+        return false;
+    }
+    while !rest.is_empty() {
+        if rest[0] == 0x1B {
+            match sgr_len(rest) {
+                Some(n) => rest = &rest[n..],
+                None => return false,
+            }
+            continue;
+        }
+        let end = memchr::memchr(0x1B, rest).unwrap_or(rest.len());
+        let Ok(text) = std::str::from_utf8(&rest[..end]) else {
+            return false;
+        };
+        let odd = |c: char| {
+            (c < ' ' && c != '\t') || ('\u{7f}'..='\u{9f}').contains(&c) || is_bidi_control(c)
+        };
+        if text.chars().any(odd) {
+            return false;
+        }
+        rest = &rest[end..];
+    }
+    true
 }
 
 /// How many bytes at the end of `b` start a character that is not complete.
@@ -675,6 +751,8 @@ impl Terminal {
         let mut rows = VecDeque::with_capacity(WINDOW + 2);
         rows.push_back(Row::new(raw, line, starts_line));
         Terminal {
+            last_line: None,
+            repeats: true,
             parser: vte::Parser::new(),
             screen: Screen {
                 rows,
@@ -748,6 +826,10 @@ impl Terminal {
                 if data.is_empty() {
                     return;
                 }
+                if let Some(n) = self.repeat(sink, data) {
+                    data = &data[n..];
+                    continue;
+                }
             }
             // One region: up to and including the next `\n`, and not past
             // the next multiple of REGION (moved past a character that
@@ -763,9 +845,66 @@ impl Terminal {
                 lim += 1;
             }
             let n = memchr::memchr(b'\n', &data[..lim]).map_or(lim, |i| i + 1);
+            let fresh = self.fresh_row();
+            let made = self.screen.made();
             self.slow(sink, &data[..n]);
+            if fresh && self.repeats {
+                self.remember(&data[..n], made);
+            }
             data = &data[n..];
         }
+    }
+
+    /// Whether the cursor is at rest on an empty row that starts a region
+    /// (the state a [`Repeat`] starts from).
+    fn fresh_row(&self) -> bool {
+        let s = &self.screen;
+        let row = &s.rows[s.bottom()];
+        self.at_rest() && s.end == s.region && row.text.is_empty() && row.raw == s.region
+    }
+
+    /// Keeps `piece`, which the slow path just rendered from a fresh row,
+    /// as the line a copy of may repeat, if it is one (`made`: the rows
+    /// made before it).
+    fn remember(&mut self, piece: &[u8], made: u64) {
+        let s = &self.screen;
+        if s.made() != made + 1 || !self.fresh_row() || !repeatable(piece) {
+            return;
+        }
+        if self.last_line.as_ref().is_some_and(|r| r.raw == piece) {
+            return;
+        }
+        let row = &s.rows[s.bottom() - 1];
+        self.last_line = Some(Repeat {
+            raw: piece.to_vec(),
+            text: row.text.clone(),
+            chars: row.chars,
+            exact: row.exact,
+        });
+    }
+
+    /// A copy of the last line kept, at the start of `data`, rendered as
+    /// the slow path renders it, without the parser: its row, the row its
+    /// `\n` starts, a region's start. How many bytes it took, if it was
+    /// one (and fits in this region, as the slow path takes it).
+    fn repeat<S: LineOut>(&mut self, sink: &mut S, data: &[u8]) -> Option<usize> {
+        let fresh = self.fresh_row();
+        let r = self.last_line.as_ref()?;
+        let len = r.raw.len() as u64;
+        let s = &mut self.screen;
+        if !fresh || s.end + len > s.boundary || !data.starts_with(&r.raw) {
+            return None;
+        }
+        s.end += len;
+        let b = s.bottom();
+        let row = &mut s.rows[b];
+        row.text.push_str(&r.text);
+        row.chars = r.chars;
+        row.exact = r.exact;
+        s.newline(sink);
+        s.newlines += 1;
+        s.new_region(true);
+        Some(r.raw.len())
     }
 
     /// The slow path over one region piece (it ends at most at the
@@ -826,6 +965,17 @@ impl Terminal {
                 };
                 rest = &rest[n..];
                 continue;
+            }
+            if self.screen.ground {
+                if let Some(n) = sgr_len(rest) {
+                    // A colour: all the parser would do with it is leave
+                    // the row no longer its raw bytes, and be at rest
+                    // again (`csi_dispatch`), so that is done here.
+                    let r = self.screen.row;
+                    self.screen.rows[r].exact = false;
+                    rest = &rest[n..];
+                    continue;
+                }
             }
             // An escape sequence (or the rest of one): the parser takes it
             // a byte at a time until it is at rest again, at the next ESC,

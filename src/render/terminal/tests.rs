@@ -315,3 +315,97 @@ fn bidi_controls_are_shown_not_obeyed() {
     assert_eq!(t.out, plain);
     assert!(t.spans.iter().all(|(_, s)| s.exact));
 }
+
+fn render_repeats(input: &[u8], chunk: usize, repeats: bool) -> Text {
+    let mut t = Terminal::new();
+    t.repeats = repeats;
+    let mut sink = Text::default();
+    for c in input.chunks(chunk.max(1)) {
+        t.feed(&mut sink, c);
+    }
+    t.finish(&mut sink);
+    sink
+}
+
+/// Lines a copy of which the parser is skipped for (text and colours),
+/// and lines it must not be (cursor moves, erases, returns, a saved
+/// cursor, strings, controls, bidirectional controls, bytes that are not
+/// UTF-8, long ones, a line cut by the end).
+static LINES: &[&[u8]] = &[
+    b"\x1b[32m   Compiling\x1b[0m crate v0.1.0 (r\xc3\xa9sum\xc3\xa9 \xe2\x9c\x93)\n",
+    b"\x1b[1m\x1b[33mwarning\x1b[0m: unused `x`\n",
+    b"plain line\n",
+    b"\xc2\xa9 2026, no colour\n",
+    b"\x1b[31mred\tafter a tab\n",
+    b"\x1b[38;5;196mcolour 256\x1b[0m\n",
+    b"\x1b[m\n",
+    b"\n",
+    b"\xe4\xb8\xad\xe6\x96\x87 wide \x1b[1mbold\n",
+    b"\x1b[1A\x1b[2Kup and erased\n",
+    b"10%\r50%\n",
+    b"\x1b[31mred \xe2\x80\xae reversed\n",
+    b"\x1b7saved\x1b8 restored\n",
+    b"\x1b]0;title\x07text\n",
+    b"\x1b[1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16;17;18;19;20m many\n",
+    b"\xff not UTF-8\n",
+    b"\x1b[Kerased\n",
+    b"\x1b[3Cmoved\n",
+    b"no line end",
+];
+
+proptest::proptest! {
+    /// Copies of a line rendered without the parser make the rows the
+    /// parser makes: the same text and spans for any lines, copies and
+    /// chunks (lines cut by a chunk, or by a region's end, past 16 KiB).
+    #[test]
+    fn copies_of_a_line_render_as_the_parser_renders_them(
+        lines in proptest::collection::vec(
+            (0..LINES.len() + 1, 1..120usize, proptest::bool::ANY),
+            0..30,
+        ),
+        chunk in 1..400usize,
+    ) {
+        let mut input = Vec::new();
+        for &(i, copies, coloured) in &lines {
+            let long;
+            let line: &[u8] = match LINES.get(i) {
+                Some(l) => l,
+                // Longer than a line kept for its copies.
+                None => {
+                    long = [&b"\x1b[2m"[..], &[b'x'; 300], b"\n"].concat();
+                    &long
+                }
+            };
+            for _ in 0..copies {
+                if coloured {
+                    input.extend_from_slice(b"\x1b[0m");
+                }
+                input.extend_from_slice(line);
+            }
+        }
+        let fast = render_repeats(&input, chunk, true);
+        let slow = render_repeats(&input, chunk, false);
+        proptest::prop_assert_eq!(&fast.out, &slow.out);
+        proptest::prop_assert_eq!(&fast.spans, &slow.spans);
+    }
+}
+
+/// A stream of one coloured line is rendered once by the parser: its
+/// copies take the line kept, and still make their own rows and spans.
+#[test]
+fn a_repeated_coloured_line_is_kept_once_and_each_copy_has_its_row() {
+    let line = b"\x1b[32m   Compiling\x1b[0m crate v0.1.0\n";
+    let input = line.repeat(1000);
+    let mut t = Terminal::new();
+    let mut sink = Text::default();
+    t.feed(&mut sink, &input);
+    assert!(t.last_line.as_ref().is_some_and(|r| r.raw == line));
+    t.finish(&mut sink);
+    assert_eq!(sink.spans.len(), 1000);
+    for (k, (text, span)) in sink.spans.iter().enumerate() {
+        assert_eq!(text, "   Compiling crate v0.1.0");
+        assert_eq!(span.line, k as u64 + 1);
+        assert!(!span.exact);
+    }
+    assert_eq!(sink.spans, render_repeats(&input, input.len(), false).spans);
+}
