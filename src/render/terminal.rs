@@ -213,6 +213,9 @@ struct Screen {
     col: usize,
     /// `ESC 7`: the row (counted from the first row ever) and column.
     saved: Option<(u64, usize)>,
+    /// The text of the last row handed on, emptied: the next row's, so
+    /// that a row costs no allocation.
+    spare: String,
     /// Rows handed on so far (the first row's number).
     base: u64,
     /// The next multiple of [`REGION`] after the current region's start.
@@ -287,6 +290,8 @@ impl Screen {
                     exact: r.exact && next.starts_line && next.raw == r.raw + text.len() as u64 + 1,
                 },
             );
+            text.clear();
+            self.spare = text;
             self.row = self.row.saturating_sub(1);
             self.base += 1;
         }
@@ -298,7 +303,9 @@ impl Screen {
         } else {
             // The `\n` is the last byte of the region.
             let line = self.newlines + 2;
-            self.rows.push_back(Row::new(self.end, line, true));
+            let mut row = Row::new(self.end, line, true);
+            row.text = std::mem::take(&mut self.spare);
+            self.rows.push_back(row);
             self.row = self.bottom();
             self.emit_above(sink, WINDOW);
         }
@@ -759,6 +766,7 @@ impl Terminal {
                 row: 0,
                 col: 0,
                 saved: None,
+                spare: String::new(),
                 base: 0,
                 boundary: (raw / REGION + 1) * REGION,
                 region: raw,
@@ -821,14 +829,16 @@ impl Terminal {
     fn feed_whole<S: LineOut>(&mut self, sink: &mut S, mut data: &[u8]) {
         while !data.is_empty() {
             if self.at_rest() && self.screen.end == self.screen.region {
+                // (A line kept for its copies is never plain: the fast
+                // path would take none of it.)
+                if let Some(n) = self.repeat(sink, data) {
+                    data = &data[n..];
+                    continue;
+                }
                 let n = self.fast(sink, data);
                 data = &data[n..];
                 if data.is_empty() {
                     return;
-                }
-                if let Some(n) = self.repeat(sink, data) {
-                    data = &data[n..];
-                    continue;
                 }
             }
             // One region: up to and including the next `\n`, and not past
