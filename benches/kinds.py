@@ -84,6 +84,12 @@ def coloured(rng, i):
             else f"{ESC}[1m{ESC}[33mwarning{ESC}[0m{ESC}[1m: unused `x{k}`{ESC}[0m\n")
 
 
+def repeated(rng, i):
+    # The same coloured line again and again: a retry loop, a spinner's
+    # log. Exact repeats fold into one line of the head.
+    return f"{ESC}[32m   Compiling{ESC}[0m crate v0.1.0 (résumé ✓)\n"
+
+
 def progress(rng, i):
     return "".join(f"\r[{'#' * (p // 5):<20}] {p:3d}% file_{i}.tar" for p in range(0, 101, 10)) + "\n"
 
@@ -129,6 +135,7 @@ KINDS = [
     ("a build log, nine lines in ten holding an error word, each a different shape", build_log, 1.5),
     ("a flood of real error lines of four shapes", flood, 1.5),
     ("coloured compiler output", coloured, 1.5),
+    ("one coloured line repeated", repeated, 1.5),
     ("progress bars redrawn with \\r", progress, 1.5),
     ("NUL and control bytes", control, 1.5),
     ("CJK text", cjk, 1.5),
