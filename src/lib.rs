@@ -68,9 +68,9 @@ mod salient;
 mod stage;
 mod store;
 mod storing;
-// The few system calls the store needs; with the vector blocks of the
-// escape strip (`render/strip/vector.rs`), the places of the core allowed
-// `unsafe` (each block says why it is sound).
+// The few system calls the store needs; with the render's AVX-512 blocks
+// (`render/vector.rs`), the places of the core allowed `unsafe` (each block
+// says why it is sound).
 #[allow(unsafe_code)]
 mod sys;
 mod threads;

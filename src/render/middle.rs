@@ -9,6 +9,16 @@ use super::collect::MiddleLines;
 use super::strip::strip;
 use crate::salient::{Caches, Candidate, Group, LinesAt, Matcher, SalientRank};
 
+/// Appends where each `\n` of `text` is to `ends`, in order: 64 bytes at
+/// a time where the processor can.
+fn line_ends(text: &[u8], ends: &mut Vec<usize>) {
+    #[cfg(target_arch = "x86_64")]
+    if super::vector::available() {
+        return super::vector::line_ends(text, ends);
+    }
+    ends.extend(memchr::memchr_iter(b'\n', text));
+}
+
 /// The line ends in `gap`, the bytes between two matched lines: most
 /// often the one between two lines that follow each other.
 #[inline]
@@ -277,6 +287,8 @@ pub(crate) struct Finder {
     caches_long: Option<Caches>,
     /// The lines' text without escape sequences.
     stripped: Vec<u8>,
+    /// Where the raw lines of escaped text end.
+    ends: Vec<usize>,
 }
 
 impl Drop for Finder {
@@ -297,6 +309,7 @@ impl Finder {
             caches_long: None,
             matcher,
             stripped: Vec::new(),
+            ends: Vec::new(),
         }
     }
 
@@ -375,24 +388,24 @@ impl Finder {
         strip(bulk, &mut buf);
         let mut counted = 0;
         let mut line = 0;
-        // The raw cursor: the start of raw line `raw_line`.
-        let (mut raw_pos, mut raw_line) = (0usize, 0);
+        // The raw lines' ends, found once a line matches.
+        let mut ends = std::mem::take(&mut self.ends);
+        ends.clear();
+        let mut found_ends = false;
         let (matcher, long) = (&self.matcher, &mut self.caches_long);
         let caches = self.caches.get_or_insert_with(|| matcher.caches());
         let mut at = LinesAt::default();
         while let Some((r, rank)) = matcher.next_line(&buf, &mut at, caches) {
             line += newlines(&buf[counted..r.start]);
             counted = r.end;
-            while raw_line < line {
-                match memchr::memchr(b'\n', &bulk[raw_pos..]) {
-                    Some(i) => {
-                        raw_pos += i + 1;
-                        raw_line += 1;
-                    }
-                    None => break,
-                }
+            if !found_ends {
+                line_ends(bulk, &mut ends);
+                found_ends = true;
             }
-            let end = memchr::memchr(b'\n', &bulk[raw_pos..]).map_or(bulk.len(), |i| raw_pos + i);
+            // The text's lines are the raw bytes' lines.
+            let raw_line = usize::try_from(line).map_or(ends.len(), |l| l.min(ends.len()));
+            let raw_pos = raw_line.checked_sub(1).map_or(0, |k| ends[k] + 1);
+            let end = ends.get(raw_line).copied().unwrap_or(bulk.len());
             let text = &bulk[raw_pos..end];
             let (judged, rank, shape) = if text.len() > LINE_CAP {
                 let mut cut = Vec::new();
@@ -415,8 +428,13 @@ impl Finder {
             });
         }
         // Raw lines: an escape string may hold a line end the text has not.
-        out.newlines = bytecount::count(bulk, b'\n') as u64;
+        out.newlines = if found_ends {
+            ends.len() as u64
+        } else {
+            bytecount::count(bulk, b'\n') as u64
+        };
         self.stripped = buf;
+        self.ends = ends;
     }
 }
 
@@ -739,6 +757,58 @@ mod tests {
                     "{size} bytes, one line in {every} matched, JSON {json_between}, warm {warm}"
                 );
                 assert_eq!(found.newlines, i, "{size}");
+            }
+        }
+    }
+
+    /// Every line end of a text is found, in order, 64 bytes at a time as
+    /// a byte at a time: at every place of a block, in texts of every
+    /// length around a block's, and in random bytes.
+    #[test]
+    fn line_ends_are_every_line_end_in_order() {
+        let naive = |t: &[u8]| -> Vec<usize> {
+            t.iter()
+                .enumerate()
+                .filter(|(_, &b)| b == b'\n')
+                .map(|(i, _)| i)
+                .collect()
+        };
+        let mut texts: Vec<Vec<u8>> = Vec::new();
+        for len in [0, 1, 63, 64, 65, 127, 128, 129, 200] {
+            for at in [0, 1, 31, 62, 63, 64, 65, 127, 128, 199] {
+                let mut t = vec![b'x'; len];
+                if let Some(b) = t.get_mut(at) {
+                    *b = b'\n';
+                }
+                texts.push(t);
+            }
+        }
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for len in 0..400 {
+            texts.push(
+                (0..len)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        if x.is_multiple_of(5) {
+                            b'\n'
+                        } else {
+                            x as u8
+                        }
+                    })
+                    .collect(),
+            );
+        }
+        for t in &texts {
+            let mut got = vec![7];
+            line_ends(t, &mut got);
+            assert_eq!(got[1..], naive(t)[..], "{t:?}");
+            #[cfg(target_arch = "x86_64")]
+            if crate::render::vector::available() {
+                let mut got = Vec::new();
+                crate::render::vector::line_ends(t, &mut got);
+                assert_eq!(got, naive(t), "{t:?}");
             }
         }
     }

@@ -3,17 +3,15 @@
 //!
 //! The byte loop here is the definition. Where the processor has the
 //! instructions for it, blocks of 64 bytes are stripped first
-//! ([`vector`]): a block's control sequences found by masks, its text
+//! (`super::vector`): a block's control sequences found by masks, its text
 //! packed together in one instruction. A block leaves to the byte loop
 //! every escape that is not a control sequence, and one that may go on
 //! past the block; both paths give the same bytes
 //! (`the_blocks_strip_as_the_byte_loop_does`).
 
-use crate::preview::{csi_end, escape_len, MAX_ESCAPE};
-
 #[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
-mod vector;
+use super::vector;
+use crate::preview::{csi_end, escape_len, MAX_ESCAPE};
 
 /// `src` without its escape sequences (as the preview's cut rules read
 /// them), so that a colour code does not glue itself to a word the

@@ -1,6 +1,8 @@
-//! Blocks of 64 bytes stripped of their control sequences with AVX-512:
-//! the sequences found by masks of the block's bytes, the text packed
-//! together by one `vpcompressb`.
+//! The render's work on blocks of 64 bytes with AVX-512, where the
+//! processor has it ([`available`]): a block stripped of its control
+//! sequences ([`strip_blocks`]; the sequences found by masks of the
+//! block's bytes, the text packed together by one `vpcompressb`), and the
+//! line ends of a text ([`line_ends`]).
 //!
 //! A control sequence is ESC, `[`, any bytes from `0x20` to `0x3F`, and a
 //! final byte from `0x40` to `0x7E`, which is its last; any other byte ends
@@ -11,10 +13,11 @@
 
 use std::arch::x86_64::{
     __m512i, _mm512_cmpeq_epi8_mask, _mm512_cmplt_epu8_mask, _mm512_loadu_si512,
-    _mm512_maskz_compress_epi8, _mm512_set1_epi8, _mm512_storeu_si512, _mm512_sub_epi8,
+    _mm512_maskz_compress_epi8, _mm512_maskz_loadu_epi8, _mm512_set1_epi8, _mm512_storeu_si512,
+    _mm512_sub_epi8,
 };
 
-/// Whether this processor has the instructions [`strip_blocks`] needs.
+/// Whether this processor has the instructions this module uses.
 pub(super) fn available() -> bool {
     is_x86_feature_detected!("avx512f")
         && is_x86_feature_detected!("avx512bw")
@@ -103,4 +106,38 @@ fn sequences(v: __m512i, esc: u64) -> (u64, usize) {
         (1u64 << len) - 1
     };
     (!drop & within, len as usize)
+}
+
+/// Appends where each `\n` of `text` is to `ends`, in order.
+///
+/// # Panics
+///
+/// If [`available`] is false.
+pub(super) fn line_ends(text: &[u8], ends: &mut Vec<usize>) {
+    assert!(available(), "the processor lacks AVX-512");
+    // SAFETY: the processor has the instructions (checked above); the
+    // function reads only within `text`.
+    unsafe { ends_of(text, ends) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn ends_of(text: &[u8], ends: &mut Vec<usize>) {
+    let mut at = 0;
+    while at < text.len() {
+        let left = text.len() - at;
+        let within = if left >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << left) - 1
+        };
+        // SAFETY: the mask loads only the bytes of `text[at..]` that are in
+        // bounds (a masked-off byte is not read, and cannot fault).
+        let v = unsafe { _mm512_maskz_loadu_epi8(within, text.as_ptr().add(at).cast::<i8>()) };
+        let mut nl = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'\n' as i8)) & within;
+        while nl != 0 {
+            ends.push(at + nl.trailing_zeros() as usize);
+            nl &= nl - 1;
+        }
+        at += 64;
+    }
 }
