@@ -666,8 +666,9 @@ pub(crate) struct Terminal {
     /// The last line the slow path rendered alone, from rest, whose row
     /// a copy of it makes again without the parser ([`Terminal::repeat`]).
     last_line: Option<Repeat>,
-    /// Whether copies of a line may take that path (the tests compare).
-    repeats: bool,
+    /// Whether colours and copies of a line may skip the parser (the
+    /// tests compare).
+    shortcuts: bool,
 }
 
 /// A whole line of text and colours that the slow path rendered from
@@ -759,7 +760,7 @@ impl Terminal {
         rows.push_back(Row::new(raw, line, starts_line));
         Terminal {
             last_line: None,
-            repeats: true,
+            shortcuts: true,
             parser: vte::Parser::new(),
             screen: Screen {
                 rows,
@@ -858,7 +859,7 @@ impl Terminal {
             let fresh = self.fresh_row();
             let made = self.screen.made();
             self.slow(sink, &data[..n]);
-            if fresh && self.repeats {
+            if fresh && self.shortcuts {
                 self.remember(&data[..n], made);
             }
             data = &data[n..];
@@ -976,7 +977,7 @@ impl Terminal {
                 rest = &rest[n..];
                 continue;
             }
-            if self.screen.ground {
+            if self.screen.ground && self.shortcuts {
                 if let Some(n) = sgr_len(rest) {
                     // A colour: all the parser would do with it is leave
                     // the row no longer its raw bytes, and be at rest

@@ -316,9 +316,9 @@ fn bidi_controls_are_shown_not_obeyed() {
     assert!(t.spans.iter().all(|(_, s)| s.exact));
 }
 
-fn render_repeats(input: &[u8], chunk: usize, repeats: bool) -> Text {
+fn render_shortcuts(input: &[u8], chunk: usize, shortcuts: bool) -> Text {
     let mut t = Terminal::new();
-    t.repeats = repeats;
+    t.shortcuts = shortcuts;
     let mut sink = Text::default();
     for c in input.chunks(chunk.max(1)) {
         t.feed(&mut sink, c);
@@ -335,6 +335,11 @@ static LINES: &[&[u8]] = &[
     b"\x1b[32m   Compiling\x1b[0m crate v0.1.0 (r\xc3\xa9sum\xc3\xa9 \xe2\x9c\x93)\n",
     b"\x1b[1m\x1b[33mwarning\x1b[0m: unused `x`\n",
     b"plain line\n",
+    b"\x1b[1;2;3;4;5;6;7;89m sixteen parameter bytes\n",
+    b"\x1b[1;2;3;4;5;6;7;890m seventeen\n",
+    b"50%\r\x1b[32mdone\x1b[0m\n",
+    b"\x1b[38:5:1mcolon\n",
+    b"text \x1b[0;",
     b"\xc2\xa9 2026, no colour\n",
     b"\x1b[31mred\tafter a tab\n",
     b"\x1b[38;5;196mcolour 256\x1b[0m\n",
@@ -354,9 +359,10 @@ static LINES: &[&[u8]] = &[
 ];
 
 proptest::proptest! {
-    /// Copies of a line rendered without the parser make the rows the
-    /// parser makes: the same text and spans for any lines, copies and
-    /// chunks (lines cut by a chunk, or by a region's end, past 16 KiB).
+    /// Colours and copies of a line rendered without the parser make the
+    /// rows the parser makes: the same text and spans for any lines,
+    /// copies and chunks (lines cut by a chunk, or by a region's end, past
+    /// 16 KiB).
     #[test]
     fn copies_of_a_line_render_as_the_parser_renders_them(
         lines in proptest::collection::vec(
@@ -383,8 +389,8 @@ proptest::proptest! {
                 input.extend_from_slice(line);
             }
         }
-        let fast = render_repeats(&input, chunk, true);
-        let slow = render_repeats(&input, chunk, false);
+        let fast = render_shortcuts(&input, chunk, true);
+        let slow = render_shortcuts(&input, chunk, false);
         proptest::prop_assert_eq!(&fast.out, &slow.out);
         proptest::prop_assert_eq!(&fast.spans, &slow.spans);
     }
@@ -407,5 +413,8 @@ fn a_repeated_coloured_line_is_kept_once_and_each_copy_has_its_row() {
         assert_eq!(span.line, k as u64 + 1);
         assert!(!span.exact);
     }
-    assert_eq!(sink.spans, render_repeats(&input, input.len(), false).spans);
+    assert_eq!(
+        sink.spans,
+        render_shortcuts(&input, input.len(), false).spans
+    );
 }
