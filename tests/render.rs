@@ -994,6 +994,61 @@ fn just_over_the_budget_the_block_counts_and_shows_the_omitted_middle() {
     }
 }
 
+/// Coloured output just over the budget (1.05x to 2x), the common case:
+/// the last bytes kept for the tail hold all of it, so it is rendered once
+/// (its colours read without the terminal's parser), and the error in the
+/// omitted middle is shown with its line number and its text, the input
+/// whole or cut into pieces as a stream.
+#[test]
+fn just_over_the_budget_a_coloured_error_in_the_middle_is_shown_with_its_line() {
+    let (_d, store) = temp_store();
+    let budget = 8000usize;
+    for factor in [1.05f64, 1.2, 1.5, 2.0] {
+        let want = (budget as f64 * factor) as usize;
+        let mut lines = Vec::new();
+        let mut size = 0;
+        let mut i = 0u64;
+        while size < want {
+            i += 1;
+            let text = format!(" crate-{i} v0.1.{}", i % 9);
+            // The budget is of the text shown, without the colours.
+            size += "   Compiling".len() + text.len() + 1;
+            lines.push(format!("\x1b[1m\x1b[32m   Compiling\x1b[0m{text}"));
+        }
+        let mut plain = builder(budget);
+        plain.salient(Vec::<String>::new());
+        let probe = spiller(&plain, &store)
+            .apply((lines.join("\n") + "\n").as_bytes())
+            .unwrap();
+        let [a, b] = probe.omitted_range.unwrap();
+        let mid = ((a + b) / 2) as usize - 1;
+        lines[mid] = "\x1b[1m\x1b[31merror\x1b[0m\x1b[1m: linking failed\x1b[0m".to_owned();
+        let input = lines.join("\n") + "\n";
+        for chunk in [input.len(), 1000, 61] {
+            let o = apply_chunked(
+                &spiller(&builder(budget), &store),
+                input.as_bytes(),
+                &[chunk],
+            );
+            assert!(o.spilled, "{factor}");
+            assert!(o.content.len() <= budget, "{factor}");
+            assert_eq!(
+                o.salient_lines,
+                [mid as u64 + 1],
+                "{factor}, {chunk}: {}",
+                o.content
+            );
+            let shown = format!("\n{}:error: linking failed\n", mid + 1);
+            assert!(
+                o.content.contains(&shown),
+                "{factor}, {chunk}: {}",
+                o.content
+            );
+            no_escapes(&o);
+        }
+    }
+}
+
 /// Checks a salient block against the raw lines: every number shown is a
 /// raw line that `is_error`, shown with `text` of it, and the header counts
 /// exactly the omitted raw lines that `is_error`. Returns the content's

@@ -12,13 +12,14 @@ pub(crate) mod collect;
 pub(crate) mod middle;
 pub(crate) mod side;
 pub(crate) mod strip;
+pub(crate) mod terminal;
+pub(crate) mod worker;
+
 // The render's AVX-512 blocks: with `sys`, the places of the core allowed
 // `unsafe` (each block says why it is sound).
-pub(crate) mod terminal;
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod vector;
-pub(crate) mod worker;
 
 use collect::{Collector, Plain, TailCollector};
 pub(crate) use collect::{MiddleLines, Parts};
