@@ -916,6 +916,23 @@ fn error_lines_outrank_a_repeated_warning_and_shapes_fold() {
     }
 }
 
+/// The lines `line(1)`, `line(2)`, ... until the bytes they show, each with
+/// its newline, reach `want`; `line(i)` is a line and how many of its bytes
+/// are shown (fewer than its length when it holds colours).
+fn lines_until(want: usize, line: impl Fn(u64) -> (String, usize)) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut size = 0;
+    for i in 1.. {
+        if size >= want {
+            break;
+        }
+        let (text, shown) = line(i);
+        size += shown + 1;
+        lines.push(text);
+    }
+    lines
+}
+
 /// Outputs just over the budget (1.05x to 2x), the common case: the error
 /// in the omitted middle is shown, a repeated warning at most twice, and
 /// the header counts exactly the omitted lines that match.
@@ -924,20 +941,15 @@ fn just_over_the_budget_the_block_counts_and_shows_the_omitted_middle() {
     let (_d, store) = temp_store();
     let budget = 8000usize;
     for factor in [1.05f64, 1.2, 1.5, 2.0] {
-        let want = (budget as f64 * factor) as usize;
-        let mut lines = Vec::new();
-        let mut size = 0;
-        let mut i = 0u64;
-        while size < want {
-            i += 1;
+        let mut lines = lines_until((budget as f64 * factor) as usize, |i| {
             let line = if i.is_multiple_of(6) {
                 format!("2026-12-05 03:00:{:02} WARN cache miss for key {i}", i % 60)
             } else {
                 format!("2026-12-05 03:00:{:02} INFO served request {i}", i % 60)
             };
-            size += line.len() + 1;
-            lines.push(line);
-        }
+            let shown = line.len();
+            (line, shown)
+        });
         // The error goes in the middle of what the preview omits.
         let mut plain = builder(budget);
         plain.salient(Vec::<String>::new());
@@ -1004,17 +1016,12 @@ fn just_over_the_budget_a_coloured_error_in_the_middle_is_shown_with_its_line() 
     let (_d, store) = temp_store();
     let budget = 8000usize;
     for factor in [1.05f64, 1.2, 1.5, 2.0] {
-        let want = (budget as f64 * factor) as usize;
-        let mut lines = Vec::new();
-        let mut size = 0;
-        let mut i = 0u64;
-        while size < want {
-            i += 1;
+        let mut lines = lines_until((budget as f64 * factor) as usize, |i| {
             let text = format!(" crate-{i} v0.1.{}", i % 9);
             // The budget is of the text shown, without the colours.
-            size += "   Compiling".len() + text.len() + 1;
-            lines.push(format!("\x1b[1m\x1b[32m   Compiling\x1b[0m{text}"));
-        }
+            let shown = "   Compiling".len() + text.len();
+            (format!("\x1b[1m\x1b[32m   Compiling\x1b[0m{text}"), shown)
+        });
         let mut plain = builder(budget);
         plain.salient(Vec::<String>::new());
         let probe = spiller(&plain, &store)
