@@ -109,6 +109,23 @@ impl LineOut for Collector {
             self.full = true;
         }
     }
+
+    fn copies(&mut self, text: &str, first: Span, n: u64) {
+        if first.exact || n < 2 {
+            // An exact copy longer than the room left is cut, not folded.
+            for k in 0..n {
+                self.line(text, true, first.copy(k));
+            }
+            return;
+        }
+        self.line(text, true, first);
+        if !self.full {
+            // The head ends in `text` now, so the other copies join its
+            // run, as they would one by one (the head does not grow).
+            self.folder
+                .push_copies(&mut self.head, text, first.copy(1), n - 1);
+        }
+    }
 }
 
 /// Takes every rendered line, repeats folded (the rendering of the last
@@ -123,6 +140,10 @@ impl LineOut for TailCollector {
     fn line(&mut self, text: &str, newline: bool, span: Span) {
         self.folder
             .push(&mut self.side, text, newline, span, span.line);
+    }
+
+    fn copies(&mut self, text: &str, first: Span, n: u64) {
+        self.folder.push_copies(&mut self.side, text, first, n);
     }
 }
 
@@ -147,5 +168,76 @@ impl LineOut for Plain {
 
     fn block(&mut self, text: &str, _: u64, _: u64) {
         self.0.push_str(text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs of copies of a few lines (exact or not), as sent to a sink:
+    /// each run's text, its first span, and how many copies.
+    fn runs(ops: &[(usize, u64, bool)]) -> Vec<(&'static str, Span, u64)> {
+        // Shorter and longer than a fold's marker.
+        const TEXTS: [&str; 4] = [
+            "   Compiling crate v0.1.0",
+            "warning: unused",
+            "",
+            "error[E0308]: mismatched types: expected `u64`, found `usize` here",
+        ];
+        let (mut raw, mut line) = (0u64, 1u64);
+        let mut out = Vec::new();
+        for &(i, n, exact) in ops {
+            let text = TEXTS[i % TEXTS.len()];
+            // A line that is not exact held colours: more raw bytes.
+            let len = text.len() as u64 + 1 + if exact { 0 } else { 9 };
+            let first = Span {
+                raw,
+                raw_end: raw + len,
+                line,
+                starts_line: true,
+                exact,
+            };
+            out.push((text, first, n));
+            raw += n * len;
+            line += n;
+        }
+        out
+    }
+
+    fn same(a: &Side, b: &Side) -> bool {
+        a.text == b.text && a.anchors == b.anchors && a.folds == b.folds
+    }
+
+    proptest::proptest! {
+        /// Runs of copies handed to the collectors at once make what they
+        /// make one copy at a time: the head (its room, its cut, its
+        /// folds) and the rendering of the last bytes.
+        #[test]
+        fn copies_at_once_collect_as_copies_one_by_one(
+            ops in proptest::collection::vec((0..4usize, 0..150u64, proptest::bool::ANY), 0..12),
+            cap in 0..3000usize,
+        ) {
+            let (mut head, mut by_one) = (Collector::new(cap), Collector::new(cap));
+            let (mut tail, mut tail_by_one) = (TailCollector::default(), TailCollector::default());
+            for (text, first, n) in runs(&ops) {
+                head.copies(text, first, n);
+                tail.copies(text, first, n);
+                for k in 0..n {
+                    by_one.line(text, true, first.copy(k));
+                    tail_by_one.line(text, true, first.copy(k));
+                }
+                proptest::prop_assert_eq!(head.is_full(), by_one.is_full());
+                proptest::prop_assert!(same(&head.head, &by_one.head));
+            }
+            head.folder.flush(&mut head.head);
+            by_one.folder.flush(&mut by_one.head);
+            proptest::prop_assert!(same(&head.head, &by_one.head));
+            proptest::prop_assert_eq!(head.folder.folded, by_one.folder.folded);
+            tail.folder.flush(&mut tail.side);
+            tail_by_one.folder.flush(&mut tail_by_one.side);
+            proptest::prop_assert!(same(&tail.side, &tail_by_one.side));
+            proptest::prop_assert_eq!(tail.folder.folded, tail_by_one.folder.folded);
+        }
     }
 }

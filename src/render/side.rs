@@ -202,6 +202,41 @@ impl Folder {
         }
     }
 
+    /// What pushing `n` copies of the whole line `text` in turn does, the
+    /// first spanning `first` (each copy's span is [`Span::copy`], and its
+    /// last raw line its own): the first is pushed, and the others, all
+    /// copies of the line above, join its run at once.
+    pub(crate) fn push_copies(&mut self, out: &mut Side, text: &str, first: Span, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.push(out, text, true, first, first.line);
+        if n == 1 {
+            return;
+        }
+        // Copies 1 to n - 1, as `push` takes each (the line above is
+        // `text` now).
+        let (second, before_last, last) = (first.copy(1), first.copy(n - 2), first.copy(n - 1));
+        if self.first.is_none() {
+            self.first = Some(second);
+            if n > 2 {
+                self.second = Some(first.copy(2).line);
+            }
+        } else if self.second.is_none() {
+            self.second = Some(second.line);
+        }
+        self.before_last = if n > 2 {
+            Some(before_last.line)
+        } else {
+            self.last.map(|(s, _)| s.line)
+        };
+        self.last = Some((last, last.line));
+        let room = (COPIES - self.copies.len().min(COPIES)) as u64;
+        self.copies
+            .extend((1..n.min(room + 1)).map(|k| (first.copy(k), first.copy(k).line)));
+        self.run += n - 1;
+    }
+
     /// Writes the pending run, if any.
     pub(crate) fn flush(&mut self, out: &mut Side) {
         if self.run == 0 {

@@ -87,6 +87,29 @@ pub(crate) trait LineOut {
             raw += l.len() as u64;
         }
     }
+
+    /// `n` copies of one whole line in a row, the first spanning `first`
+    /// (each copy's span is [`Span::copy`]). By default, each in turn.
+    fn copies(&mut self, text: &str, first: Span, n: u64) {
+        for k in 0..n {
+            self.line(text, true, first.copy(k));
+        }
+    }
+}
+
+impl Span {
+    /// The span of the `k`th copy of a whole line after the one this spans
+    /// (the 0th is this one): as long, `k` raw lines on, each copy starting
+    /// where the one before ends.
+    pub(crate) fn copy(&self, k: u64) -> Span {
+        let len = self.raw_end - self.raw;
+        Span {
+            raw: self.raw + k * len,
+            raw_end: self.raw_end + k * len,
+            line: self.line + k,
+            ..*self
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -112,6 +135,19 @@ impl Row {
             starts_line,
             exact: true,
             crlf: false,
+        }
+    }
+
+    /// The span of this row, handed on with `next` below it.
+    fn span_before(&self, next: &Row) -> Span {
+        Span {
+            raw: self.raw,
+            raw_end: next.raw,
+            line: self.line,
+            starts_line: self.starts_line,
+            exact: self.exact
+                && next.starts_line
+                && next.raw == self.raw + self.text.len() as u64 + 1,
         }
     }
 
@@ -271,30 +307,124 @@ impl Screen {
     /// Hands the oldest rows on until at most `keep` are above the bottom.
     fn emit_above<S: LineOut>(&mut self, sink: &mut S, keep: usize) {
         while self.rows.len() > keep + 1 {
-            let Some(r) = self.rows.pop_front() else {
+            let Some(mut r) = self.hand_on(sink) else {
                 return;
             };
-            let next = &self.rows[0];
-            let mut text = r.text;
-            if r.crlf {
-                text.push('\r');
-            }
-            sink.line(
-                &text,
-                true,
-                Span {
-                    raw: r.raw,
-                    raw_end: next.raw,
-                    line: r.line,
-                    starts_line: r.starts_line,
-                    exact: r.exact && next.starts_line && next.raw == r.raw + text.len() as u64 + 1,
-                },
-            );
-            text.clear();
-            self.spare = text;
-            self.row = self.row.saturating_sub(1);
-            self.base += 1;
+            r.text.clear();
+            self.spare = r.text;
         }
+    }
+
+    /// Hands the oldest row on, if there is one above the bottom, and gives
+    /// it back (its text as handed on).
+    fn hand_on<S: LineOut>(&mut self, sink: &mut S) -> Option<Row> {
+        if self.rows.len() < 2 {
+            return None;
+        }
+        let mut r = self.rows.pop_front()?;
+        if r.crlf {
+            r.text.push('\r');
+        }
+        let span = r.span_before(&self.rows[0]);
+        sink.line(&r.text, true, span);
+        self.row = self.row.saturating_sub(1);
+        self.base += 1;
+        Some(r)
+    }
+
+    /// Renders `n` copies of the line `r` keeps, from a fresh bottom row:
+    /// what `n` rounds of [`Screen::put_copy`] make. When the copies fill
+    /// the window, the rows it cannot keep are handed on at once: those
+    /// above that are not copies one by one, then the copies (those above
+    /// where a copy would be, and the new ones) as one run
+    /// ([`LineOut::copies`]); the rows kept are rewritten in place.
+    fn put_copies<S: LineOut>(&mut self, sink: &mut S, r: &Repeat, n: u64) {
+        let len = r.raw.len() as u64;
+        let b = self.bottom();
+        // Where the first copy's row starts.
+        let (end, line) = (self.end, self.newlines + 1);
+        let bottom = &self.rows[b];
+        if n <= WINDOW as u64 || bottom.raw != end || bottom.line != line || !bottom.starts_line {
+            for _ in 0..n {
+                self.put_copy(sink, r);
+            }
+            return;
+        }
+        let joined = self
+            .rows
+            .iter()
+            .take(b)
+            .rev()
+            .zip(1u64..)
+            .take_while(|&(row, k)| {
+                row.raw + k * len == end
+                    && row.line + k == line
+                    && row.starts_line
+                    && !row.crlf
+                    && row.exact == r.exact
+                    && row.text == r.text
+            })
+            .count();
+        for _ in 0..b - joined {
+            self.hand_on(sink);
+        }
+        // The run: the copies above and the `n` new ones, all but the last
+        // WINDOW handed on.
+        let joined = joined as u64;
+        let handed = joined + n - WINDOW as u64;
+        // (Each copy's span as `Row::span_before` makes it: the next copy
+        // starts its line where this one ends.)
+        let first = Span {
+            raw: end - joined * len,
+            raw_end: end - joined * len + len,
+            line: line - joined,
+            starts_line: true,
+            exact: r.exact && len == r.text.len() as u64 + 1,
+        };
+        sink.copies(&r.text, first, handed);
+        self.base += handed;
+        self.end += n * len;
+        self.newlines += n;
+        while self.rows.len() < WINDOW + 1 {
+            self.rows.push_back(Row::new(0, 0, true));
+        }
+        let (end, line) = (self.end, self.newlines + 1);
+        for (i, row) in self.rows.iter_mut().enumerate() {
+            let up = (WINDOW - i) as u64;
+            row.raw = end - up * len;
+            row.line = line - up;
+            row.starts_line = true;
+            row.crlf = false;
+            if up == 0 {
+                row.text.clear();
+                row.chars = 0;
+                row.exact = true;
+            } else {
+                if row.text != r.text {
+                    row.text.clear();
+                    row.text.push_str(&r.text);
+                }
+                row.chars = r.chars;
+                row.exact = r.exact;
+            }
+        }
+        self.row = WINDOW;
+        self.col = 0;
+        self.new_region(true);
+    }
+
+    /// Renders a copy of the line `r` keeps on the fresh bottom row: the
+    /// row it makes, the row its `\n` starts, a region's start.
+    fn put_copy<S: LineOut>(&mut self, sink: &mut S, r: &Repeat) {
+        self.end += r.raw.len() as u64;
+        let b = self.bottom();
+        let row = &mut self.rows[b];
+        row.text.push_str(&r.text);
+        row.chars = r.chars;
+        row.exact = r.exact;
+        self.newline(sink);
+        self.newlines += 1;
+        self.new_region(true);
     }
 
     fn newline<S: LineOut>(&mut self, sink: &mut S) {
@@ -894,28 +1024,26 @@ impl Terminal {
         });
     }
 
-    /// A copy of the last line kept, at the start of `data`, rendered as
-    /// the slow path renders it, without the parser: its row, the row its
-    /// `\n` starts, a region's start. How many bytes it took, if it was
-    /// one (and fits in this region, as the slow path takes it).
+    /// Copies of the last line kept, at the start of `data`, rendered as
+    /// the slow path renders them, without the parser: each its row, the
+    /// row its `\n` starts, a region's start. How many bytes they took,
+    /// if there was one (the copies that fit in this region, as the slow
+    /// path takes them).
     fn repeat<S: LineOut>(&mut self, sink: &mut S, data: &[u8]) -> Option<usize> {
         let fresh = self.fresh_row();
         let r = self.last_line.as_ref()?;
-        let len = r.raw.len() as u64;
         let s = &mut self.screen;
-        if !fresh || s.end + len > s.boundary || !data.starts_with(&r.raw) {
+        let len = r.raw.len();
+        let room = (s.boundary - s.end) / len as u64;
+        if !fresh || room == 0 || !data.starts_with(&r.raw) {
             return None;
         }
-        s.end += len;
-        let b = s.bottom();
-        let row = &mut s.rows[b];
-        row.text.push_str(&r.text);
-        row.chars = r.chars;
-        row.exact = r.exact;
-        s.newline(sink);
-        s.newlines += 1;
-        s.new_region(true);
-        Some(r.raw.len())
+        let mut n = 1;
+        while (n as u64) < room && data[n * len..].starts_with(&r.raw) {
+            n += 1;
+        }
+        s.put_copies(sink, r, n as u64);
+        Some(n * len)
     }
 
     /// The slow path over one region piece (it ends at most at the

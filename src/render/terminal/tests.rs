@@ -5,6 +5,8 @@ use super::*;
 struct Text {
     out: String,
     spans: Vec<(String, Span)>,
+    /// The rows the terminal made, before its end.
+    made: u64,
 }
 
 impl LineOut for Text {
@@ -323,6 +325,7 @@ fn render_shortcuts(input: &[u8], chunk: usize, shortcuts: bool) -> Text {
     for c in input.chunks(chunk.max(1)) {
         t.feed(&mut sink, c);
     }
+    sink.made = t.screen.made();
     t.finish(&mut sink);
     sink
 }
@@ -350,6 +353,17 @@ static LINES: &[&[u8]] = &[
     b"10%\r50%\n",
     b"\x1b[31mred \xe2\x80\xae reversed\n",
     b"\x1b7saved\x1b8 restored\n",
+    // A cursor saved, and restored lines (and copies) later.
+    b"\x1b7\n",
+    b"\x1b8back\n",
+    // Lines as long as others, which end up where a copy of them would be,
+    // and are not copies: other text, a `\r\n`, a row that does not start
+    // its line (the cursor moved past the window).
+    b"\x1b[33mwarn: disk 91%\n",
+    b"\x1b[33mwarn: disk 92%\n",
+    b"\x1b[3mwarn: disk 91%\r\n",
+    b"\x1b[1;22;33mwarn: disk 91%\n",
+    b"x\x1b[999A\x1b[mwarn: disk 91%\n",
     b"\x1b]0;title\x07text\n",
     b"\x1b[1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16;17;18;19;20m many\n",
     b"\xff not UTF-8\n",
@@ -362,14 +376,16 @@ proptest::proptest! {
     /// Colours and copies of a line rendered without the parser make the
     /// rows the parser makes: the same text and spans for any lines,
     /// copies and chunks (lines cut by a chunk, or by a region's end, past
-    /// 16 KiB).
+    /// 16 KiB; runs of copies that fill the window).
     #[test]
     fn copies_of_a_line_render_as_the_parser_renders_them(
         lines in proptest::collection::vec(
-            (0..LINES.len() + 1, 1..120usize, proptest::bool::ANY),
+            (0..LINES.len() + 1, 1..300usize, proptest::bool::ANY),
             0..30,
         ),
-        chunk in 1..400usize,
+        // Small chunks cut copies; large ones hold runs that fill the
+        // window (more than 64 copies in a region).
+        chunk in proptest::prop_oneof![1..400usize, 400..40_000usize],
     ) {
         let mut input = Vec::new();
         for &(i, copies, coloured) in &lines {
@@ -417,4 +433,47 @@ fn a_repeated_coloured_line_is_kept_once_and_each_copy_has_its_row() {
         sink.spans,
         render_shortcuts(&input, input.len(), false).spans
     );
+}
+/// Runs of copies long enough to fill the window, after any line and
+/// before any line (a cursor saved before them and restored after; a line
+/// as long as the copies just above them), make the rows and spans the
+/// parser makes, whole or in chunks.
+#[test]
+fn runs_of_copies_that_fill_the_window_render_as_the_parser_renders_them() {
+    for &before in LINES {
+        for &copied in LINES {
+            for copies in [65, 64 * 3 + 1] {
+                for save_between in [false, true] {
+                    // The cursor saved before the line before the copies,
+                    // or between it and them.
+                    let save = b"\x1b7\n";
+                    let mut input = Vec::new();
+                    input.extend_from_slice(if save_between { b"" } else { save });
+                    input.extend_from_slice(before);
+                    input.extend_from_slice(if save_between { save } else { b"" });
+                    input.extend_from_slice(&copied.repeat(copies));
+                    input.extend_from_slice(before);
+                    input.extend_from_slice(b"\x1b8back\n");
+                    compare_chunks(&input);
+                }
+            }
+        }
+    }
+}
+
+/// Renders `input` whole and in pieces of 1,000 bytes, with and without
+/// the shortcuts past the parser, and checks both make the same.
+fn compare_chunks(input: &[u8]) {
+    for chunk in [input.len(), 1000] {
+        let fast = render_shortcuts(input, chunk, true);
+        let slow = render_shortcuts(input, chunk, false);
+        assert_eq!(fast.out, slow.out, "{:?}", String::from_utf8_lossy(input));
+        assert_eq!(
+            fast.spans,
+            slow.spans,
+            "{:?}",
+            String::from_utf8_lossy(input)
+        );
+        assert_eq!(fast.made, slow.made, "{:?}", String::from_utf8_lossy(input));
+    }
 }
