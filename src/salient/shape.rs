@@ -1074,6 +1074,11 @@ mod tests {
         other.make(b"F/libc ( 7f18): x 1f2e3d");
         assert!(skeleton.fold().is_some() && other.fold().is_some());
         assert_ne!(skeleton, other, "a word of digits is not a folded value");
+        // Two values whose marks lie in one word of eight bytes, and more
+        // further on: each is folded.
+        skeleton.make(b"0aaa a000 f00d x dead0beef");
+        assert!(skeleton.fold().is_some());
+        assert_eq!(skeleton.bytes(), b"011a a110 a11a x a1111111a");
     }
 
     /// The eight-bytes-at-a-time marks are each byte's: every byte in
