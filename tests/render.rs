@@ -618,6 +618,70 @@ fn a_failed_store_under_the_fail_policy_is_an_error_even_when_the_rendering_fits
     assert!(o.store_error.is_some() && o.content.contains("19999 more times"));
 }
 
+/// A coloured line repeated hundreds of times around an error, at the
+/// sizes users hit most (1.05x to 2x the budget): each run of copies is
+/// the line and a count of the rest, the counts exact, whether the runs
+/// are in the head (the whole output fits once folded) or in the tail
+/// (after distinct lines that fill the head), whole or in pieces.
+#[test]
+fn runs_of_a_repeated_line_just_over_the_budget_fold_with_exact_counts() {
+    let (_d, store) = temp_store();
+    let budget = 8000usize;
+    let line = "\x1b[32m   Compiling\x1b[0m crate v0.1.0 (r\u{e9}sum\u{e9} \u{2713})\n";
+    let shown = "   Compiling crate v0.1.0 (r\u{e9}sum\u{e9} \u{2713})";
+    let error = "\x1b[1m\x1b[31merror\x1b[0m: disk full\n";
+    for factor in [1.05f64, 1.2, 1.5, 2.0] {
+        let want = (budget as f64 * factor) as usize;
+        for distinct in [false, true] {
+            // The copies: two runs around the error, `want` bytes in all
+            // (after as many distinct lines, which fill the head).
+            let head = if distinct {
+                lines_until(want, |i| {
+                    let l = format!("step {i} of the build finished");
+                    let n = l.len();
+                    (l, n)
+                })
+                .join("\n")
+                    + "\n"
+            } else {
+                String::new()
+            };
+            let copies = want / line.len();
+            let (first, second) = (copies / 2, copies - copies / 2);
+            let input = format!("{head}{}{error}{}", line.repeat(first), line.repeat(second));
+            let runs = format!(
+                "{shown}\n[spillway: the line above repeats {} more times]\nerror: disk full\n\
+                 {shown}\n[spillway: the line above repeats {} more times]\n",
+                first - 1,
+                second - 1
+            );
+            let whole = spiller(&builder(budget), &store)
+                .apply(input.as_bytes())
+                .unwrap();
+            assert!(first > 64 && second > 64, "{factor}: runs past the window");
+            assert_eq!(whole.spilled, distinct, "{factor}, {distinct}");
+            if distinct {
+                assert!(
+                    whole.content.ends_with(&runs),
+                    "{factor}: {}",
+                    whole.content
+                );
+            } else {
+                assert_eq!(whole.content, runs, "{factor}");
+            }
+            no_escapes(&whole);
+            for chunk in [1000, 61] {
+                let o = apply_chunked(
+                    &spiller(&builder(budget), &store),
+                    input.as_bytes(),
+                    &[chunk],
+                );
+                assert_eq!(o.content, whole.content, "{factor}, {distinct}, {chunk}");
+            }
+        }
+    }
+}
+
 /// `seq 1 N` for an N whose text is `bytes` long or a little more.
 fn seq_text(bytes: usize) -> Vec<u8> {
     let mut out = Vec::new();
