@@ -997,6 +997,18 @@ fn lines_until(want: usize, line: impl Fn(u64) -> (String, usize)) -> Vec<String
     lines
 }
 
+/// The index in `lines` of the line in the middle of what a preview of
+/// them within `budget` omits, with no salient lines.
+fn middle_of_omitted(lines: &[String], budget: usize, store: &Store) -> usize {
+    let mut plain = builder(budget);
+    plain.salient(Vec::<String>::new());
+    let probe = spiller(&plain, store)
+        .apply((lines.join("\n") + "\n").as_bytes())
+        .unwrap();
+    let [a, b] = probe.omitted_range.unwrap();
+    ((a + b) / 2) as usize - 1
+}
+
 /// Outputs just over the budget (1.05x to 2x), the common case: the error
 /// in the omitted middle is shown, a repeated warning at most twice, and
 /// the header counts exactly the omitted lines that match.
@@ -1015,13 +1027,7 @@ fn just_over_the_budget_the_block_counts_and_shows_the_omitted_middle() {
             (line, shown)
         });
         // The error goes in the middle of what the preview omits.
-        let mut plain = builder(budget);
-        plain.salient(Vec::<String>::new());
-        let probe = spiller(&plain, &store)
-            .apply((lines.join("\n") + "\n").as_bytes())
-            .unwrap();
-        let [a, b] = probe.omitted_range.unwrap();
-        let mid = ((a + b) / 2) as usize - 1;
+        let mid = middle_of_omitted(&lines, budget, &store);
         lines[mid] = "2026-12-05 03:00:00 ERROR database connection lost".to_owned();
         let input = lines.join("\n") + "\n";
         for o in [
@@ -1086,13 +1092,7 @@ fn just_over_the_budget_a_coloured_error_in_the_middle_is_shown_with_its_line() 
             let shown = "   Compiling".len() + text.len();
             (format!("\x1b[1m\x1b[32m   Compiling\x1b[0m{text}"), shown)
         });
-        let mut plain = builder(budget);
-        plain.salient(Vec::<String>::new());
-        let probe = spiller(&plain, &store)
-            .apply((lines.join("\n") + "\n").as_bytes())
-            .unwrap();
-        let [a, b] = probe.omitted_range.unwrap();
-        let mid = ((a + b) / 2) as usize - 1;
+        let mid = middle_of_omitted(&lines, budget, &store);
         lines[mid] = "\x1b[1m\x1b[31merror\x1b[0m\x1b[1m: linking failed\x1b[0m".to_owned();
         let input = lines.join("\n") + "\n";
         for chunk in [input.len(), 1000, 61] {

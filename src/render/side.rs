@@ -231,9 +231,11 @@ impl Folder {
             self.last.map(|(s, _)| s.line)
         };
         self.last = Some((last, last.line));
-        let room = (COPIES - self.copies.len().min(COPIES)) as u64;
-        self.copies
-            .extend((1..n.min(room + 1)).map(|k| (first.copy(k), first.copy(k).line)));
+        let room = COPIES.saturating_sub(self.copies.len()) as u64;
+        self.copies.extend((1..n.min(room + 1)).map(|k| {
+            let copy = first.copy(k);
+            (copy, copy.line)
+        }));
         self.run += n - 1;
     }
 

@@ -365,22 +365,20 @@ impl Screen {
                     && row.text == r.text
             })
             .count();
+        // The bottom row is the first new copy's.
+        let bottom = &mut self.rows[b];
+        bottom.text.push_str(&r.text);
+        bottom.chars = r.chars;
+        bottom.exact = r.exact;
         for _ in 0..b - joined {
             self.hand_on(sink);
         }
-        // The run: the copies above and the `n` new ones, all but the last
-        // WINDOW handed on.
-        let joined = joined as u64;
-        let handed = joined + n - WINDOW as u64;
-        // (Each copy's span as `Row::span_before` makes it: the next copy
-        // starts its line where this one ends.)
-        let first = Span {
-            raw: end - joined * len,
-            raw_end: end - joined * len + len,
-            line: line - joined,
-            starts_line: true,
-            exact: r.exact && len == r.text.len() as u64 + 1,
-        };
+        // The run, from the first row here: the copies above and the `n`
+        // new ones, all but the last WINDOW handed on. Each is handed on
+        // with the next copy below it, which starts where it ends.
+        let handed = joined as u64 + n - WINDOW as u64;
+        let run = &self.rows[0];
+        let first = run.span_before(&Row::new(run.raw + len, run.line + 1, true));
         sink.copies(&r.text, first, handed);
         self.base += handed;
         self.end += n * len;
