@@ -270,11 +270,27 @@ pub(crate) struct Found {
     shape: u64,
 }
 
-/// The matched lines of a run of whole lines, and how many lines it has.
+/// The matched lines of a run of whole lines, how many lines it has, and
+/// how many bytes.
 #[derive(Debug, Default)]
 pub(crate) struct Finds {
     hits: Vec<Found>,
     newlines: u64,
+    bytes: usize,
+}
+
+impl Finds {
+    /// The bytes of the run: the lines found so far.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Empty, its memory kept.
+    fn clear(&mut self) {
+        self.hits.clear();
+        self.newlines = 0;
+        self.bytes = 0;
+    }
 }
 
 /// Finds the matched lines of runs of whole lines: the part of the scan
@@ -333,20 +349,29 @@ impl Finder {
     }
 
     /// The matched lines of `bulk`, whole lines from a line's start.
+    #[cfg(test)]
     pub(crate) fn find(&mut self, bulk: &[u8]) -> Finds {
         let mut out = Finds::default();
-        if memchr::memchr(0x1B, bulk).is_none() {
-            self.find_plain(bulk, &mut out);
-        } else {
-            self.find_escaped(bulk, &mut out);
-        }
+        self.find_more(bulk, &mut out);
         out
     }
 
-    /// Lines without an escape sequence.
-    fn find_plain(&mut self, bulk: &[u8], out: &mut Finds) {
+    /// Adds the matched lines of `bulk`, whole lines from a line's start,
+    /// to `out` as those of the run's next bytes.
+    pub(crate) fn find_more(&mut self, bulk: &[u8], out: &mut Finds) {
+        let (base, lines) = (out.bytes, out.newlines);
+        if memchr::memchr(0x1B, bulk).is_none() {
+            self.find_plain(bulk, base, lines, out);
+        } else {
+            self.find_escaped(bulk, base, lines, out);
+        }
+        out.bytes += bulk.len();
+    }
+
+    /// Lines without an escape sequence, found as if `bulk` started
+    /// `base` bytes and `line` lines into the run.
+    fn find_plain(&mut self, bulk: &[u8], base: usize, mut line: u64, out: &mut Finds) {
         let mut counted = 0;
-        let mut line = 0;
         let (matcher, long) = (&self.matcher, &mut self.caches_long);
         let caches = self.caches.get_or_insert_with(|| matcher.caches());
         let mut at = LinesAt::default();
@@ -370,8 +395,8 @@ impl Finder {
                 (text, rank, matcher.shape(text, rank, caches))
             };
             out.hits.push(Found {
-                start: r.start,
-                end: r.end,
+                start: base + r.start,
+                end: base + r.end,
                 judged: text.len(),
                 line,
                 rank,
@@ -383,7 +408,7 @@ impl Finder {
 
     /// Lines with escape sequences: matched without them, found again in
     /// the raw bytes by their line numbers.
-    fn find_escaped(&mut self, bulk: &[u8], out: &mut Finds) {
+    fn find_escaped(&mut self, bulk: &[u8], base: usize, lines: u64, out: &mut Finds) {
         let mut buf = std::mem::take(&mut self.stripped);
         strip(bulk, &mut buf);
         let mut counted = 0;
@@ -419,20 +444,21 @@ impl Finder {
                 (text.len(), rank, matcher.shape(&buf[r], rank, caches))
             };
             out.hits.push(Found {
-                start: raw_pos,
-                end,
+                start: base + raw_pos,
+                end: base + end,
                 judged,
-                line,
+                line: lines + line,
                 rank,
                 shape,
             });
         }
         // Raw lines: an escape string may hold a line end the text has not.
-        out.newlines = if found_ends {
-            ends.len() as u64
-        } else {
-            bytecount::count(bulk, b'\n') as u64
-        };
+        out.newlines = lines
+            + if found_ends {
+                ends.len() as u64
+            } else {
+                bytecount::count(bulk, b'\n') as u64
+            };
         self.stripped = buf;
         self.ends = ends;
     }
@@ -463,6 +489,8 @@ fn take(
 /// Scans whole raw lines as they stream.
 pub(crate) struct RawScan {
     finder: Finder,
+    /// The last bytes' finds, their memory kept for the next.
+    finds: Finds,
     /// The start of a line the last chunk cut (at most [`LINE_CAP`] bytes).
     carry: Vec<u8>,
     carry_start: u64,
@@ -486,6 +514,7 @@ impl RawScan {
     pub(crate) fn new(matcher: Matcher, window: u64) -> RawScan {
         RawScan {
             finder: Finder::new(matcher),
+            finds: Finds::default(),
             carry: Vec::new(),
             carry_start: 0,
             carry_line: 1,
@@ -543,8 +572,11 @@ impl RawScan {
         // Whole lines, scanned in one pass.
         let whole = memchr::memrchr(b'\n', data).map_or(0, |i| i + 1);
         let bulk = &data[..whole];
-        let finds = self.finder.find(bulk);
+        let mut finds = std::mem::take(&mut self.finds);
+        finds.clear();
+        self.finder.find_more(bulk, &mut finds);
         self.record(bulk, &finds);
+        self.finds = finds;
         let rest = &data[whole..];
         self.carry
             .extend_from_slice(&rest[..rest.len().min(LINE_CAP)]);
@@ -745,8 +777,30 @@ mod tests {
                 want.len()
             );
             let mut finder = Finder::new(matcher.clone());
-            for warm in [false, true] {
-                let found = finder.find(&bulk);
+            // Whole, cold then warm; then in pieces of whole lines (each
+            // from the first line end past so many bytes), as one run.
+            for (warm, piece) in [
+                (false, None),
+                (true, None),
+                (true, Some(1)),
+                (true, Some(777)),
+                (true, Some(64 << 10)),
+            ] {
+                let found = match piece {
+                    None => finder.find(&bulk),
+                    Some(piece) => {
+                        let mut found = Finds::default();
+                        while found.bytes() < bulk.len() {
+                            let rest = &bulk[found.bytes()..];
+                            let end = rest
+                                .get(piece..)
+                                .and_then(|r| memchr::memchr(b'\n', r))
+                                .map_or(rest.len(), |i| piece + i + 1);
+                            finder.find_more(&rest[..end], &mut found);
+                        }
+                        found
+                    }
+                };
                 let got: Vec<_> = found
                     .hits
                     .iter()
@@ -754,9 +808,10 @@ mod tests {
                     .collect();
                 assert_eq!(
                     got, want,
-                    "{size} bytes, one line in {every} matched, JSON {json_between}, warm {warm}"
+                    "{size} bytes, one line in {every} matched, JSON {json_between}, warm {warm}, pieces {piece:?}"
                 );
-                assert_eq!(found.newlines, i, "{size}");
+                assert_eq!(found.newlines, i, "{size}, pieces {piece:?}");
+                assert_eq!(found.bytes(), bulk.len(), "{size}, pieces {piece:?}");
             }
         }
     }

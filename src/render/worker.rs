@@ -11,24 +11,34 @@
 //!
 //! When the scan falls behind (its queue is full), the stage's thread does
 //! the part of the scan that needs no state for the chunk it hands over:
-//! finding, ranking and shaping its lines ([`Finder`]). Both threads then
-//! work instead of one waiting, and the scan only records what was found.
-//! Chunks are cut after a line end for this (a chunk without one is handed
-//! over as it is and scanned on the thread).
+//! finding, ranking and shaping its lines ([`Finder`]), a piece of
+//! [`PIECE`] bytes at a time, until the scan has taken a chunk from its
+//! queue. Both threads then work instead of one waiting, and neither waits
+//! for the other for long: the scan records what was found and finds the
+//! rest of the chunk's lines itself. Chunks are cut after a line end for
+//! this (a chunk without one is handed over as it is and scanned on the
+//! thread).
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::sync::Arc;
 
 use super::middle::{Finder, Finds, RawScan};
 use crate::offload::{Chunks, CHUNK, QUEUED, THREAD_AFTER};
 use crate::threads::{self, Joined, Parallelism};
 
 enum Msg {
-    /// Bytes to scan (a range of a buffer), and their matched lines if
-    /// they were found already.
+    /// Bytes to scan (a range of a buffer), and the matched lines of
+    /// their first bytes (whole lines) if those were found already.
     Data(Vec<u8>, Range<usize>, Option<Finds>),
     HeadEnd(u64),
 }
+
+/// The bytes the stage's thread finds the lines of before it looks
+/// whether the scan has taken a chunk from its queue: a few hundred
+/// microseconds of work, small beside a chunk's.
+const PIECE: usize = 64 << 10;
 
 /// The scan, where it runs.
 pub(crate) enum Scan {
@@ -94,9 +104,12 @@ pub(crate) struct Worker {
     starts_line: bool,
     /// For finding a chunk's lines here when the scan is behind.
     finder: Finder,
+    /// Messages sent and not yet taken by the scan (or about to be sent):
+    /// at least as many as wait in the channel.
+    queued: Arc<AtomicUsize>,
     /// Whether every chunk's lines are found here, as when the scan is
-    /// always behind (for tests).
-    always_here: bool,
+    /// always behind, and in how many pieces at most (for tests).
+    always_here: Option<usize>,
     thread: Joined<Box<RawScan>>,
 }
 
@@ -109,14 +122,20 @@ impl Worker {
         let (tx, rx) = mpsc::sync_channel::<Msg>(QUEUED);
         let (back_tx, back) = mpsc::channel::<Vec<u8>>();
         let (starts_line, finder) = (scan.at_line_start(), scan.finder());
+        let queued = Arc::new(AtomicUsize::new(0));
+        let taken = Arc::clone(&queued);
         let work = move |mut scan: Box<RawScan>| {
             for msg in rx {
+                taken.fetch_sub(1, Ordering::Relaxed);
                 match msg {
-                    Msg::Data(buf, range, finds) => {
-                        match finds {
-                            Some(finds) => scan.feed_found(&buf[range], &finds),
-                            None => scan.feed(&buf[range]),
+                    Msg::Data(buf, range, found) => {
+                        let mut rest = range;
+                        if let Some(finds) = found {
+                            let first = rest.start..rest.start + finds.bytes();
+                            scan.feed_found(&buf[first], &finds);
+                            rest.start += finds.bytes();
                         }
+                        scan.feed(&buf[rest]);
                         // The stage may be gone: the buffer is then freed.
                         let _ = back_tx.send(buf);
                     }
@@ -131,14 +150,40 @@ impl Worker {
             chunks: Chunks::new(back),
             starts_line,
             finder,
-            always_here: false,
+            queued,
+            always_here: None,
             thread,
         }))
     }
 
     fn send(&mut self, msg: Msg) {
+        self.queued.fetch_add(1, Ordering::Relaxed);
         // Fails only when the thread has died, which `finish` reports.
         let _ = self.tx.send(msg);
+    }
+
+    /// Sends `buf[range]` to be scanned unless the scan's queue is full;
+    /// gives them back if it is.
+    fn try_hand(&mut self, buf: Vec<u8>, range: Range<usize>) -> Option<(Vec<u8>, Range<usize>)> {
+        if self.always_here.is_some() {
+            return Some((buf, range));
+        }
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        match self.tx.try_send(Msg::Data(buf, range, None)) {
+            Err(TrySendError::Full(Msg::Data(buf, range, _))) => {
+                self.queued.fetch_sub(1, Ordering::Relaxed);
+                Some((buf, range))
+            }
+            // The thread is gone, which `finish` reports.
+            _ => None,
+        }
+    }
+
+    /// Whether the scan has room in its queue (it took a chunk since the
+    /// queue was full). The count only chooses which thread finds the
+    /// next lines; what is found is the same either way.
+    fn has_room(&self) -> bool {
+        self.queued.load(Ordering::Relaxed) < QUEUED
     }
 
     /// Hands over the buffered bytes: up to their last line end, or all of
@@ -157,28 +202,40 @@ impl Worker {
         self.hand(chunk, all);
     }
 
-    /// Hands `buf[range]`, the next bytes, to the thread; finds their
-    /// lines here first when the thread is behind and they are whole
-    /// lines.
+    /// Hands `buf[range]`, the next bytes, to the thread; when the thread
+    /// is behind and they are whole lines, finds the lines of their first
+    /// pieces here until it is not.
     fn hand(&mut self, buf: Vec<u8>, range: Range<usize>) {
         let ends_line = buf[range.clone()].ends_with(b"\n");
         let whole = self.starts_line && ends_line;
         self.starts_line = ends_line;
-        let sent = if self.always_here {
-            Err(TrySendError::Full(Msg::Data(buf, range, None)))
-        } else {
-            self.tx.try_send(Msg::Data(buf, range, None))
+        let Some((buf, range)) = self.try_hand(buf, range) else {
+            return;
         };
-        match sent {
-            Err(TrySendError::Full(Msg::Data(buf, range, None))) if whole => {
-                // The scan is behind: these lines are found here.
-                let finds = self.finder.find(&buf[range.clone()]);
-                self.send(Msg::Data(buf, range, Some(finds)));
-            }
-            Err(TrySendError::Full(msg)) => self.send(msg),
-            // The thread is gone, which `finish` reports.
-            Ok(()) | Err(TrySendError::Disconnected(_)) => {}
+        if !whole {
+            return self.send(Msg::Data(buf, range, None));
         }
+        // The scan is behind: lines are found here, a piece at a time.
+        let bulk = &buf[range.clone()];
+        let mut found = Finds::default();
+        let mut pieces = 0;
+        while found.bytes() < bulk.len() {
+            let rest = &bulk[found.bytes()..];
+            let end = match rest.get(PIECE..).and_then(|r| memchr::memchr(b'\n', r)) {
+                Some(i) => PIECE + i + 1,
+                None => rest.len(),
+            };
+            self.finder.find_more(&rest[..end], &mut found);
+            pieces += 1;
+            let enough = match self.always_here {
+                Some(most) => pieces >= most,
+                None => self.has_room(),
+            };
+            if enough {
+                break;
+            }
+        }
+        self.send(Msg::Data(buf, range, Some(found)));
     }
 
     /// Feeds the bytes of `buf`, handing over `buf` itself (its whole
@@ -324,16 +381,23 @@ mod tests {
                 assert_eq!(input[c.raw_end as usize - 1], b'\n');
             }
         }
+        // Found here: `None` when the scan's queue is full, else every
+        // chunk, its whole or its first pieces of `PIECE` bytes.
+        let whole = Some(usize::MAX);
         for (piece, always_here, owned) in [
-            (4096, false, false),
-            (4096, true, false),
-            (256 << 10, true, false),
-            (3 << 20, false, false),
-            (1 << 20, false, true),
-            (1 << 20, true, true),
-            ((700 << 10) + 1, true, true),
-            ((2 << 20) + 3, false, true),
-            (64 << 10, false, true),
+            (4096, None, false),
+            (4096, whole, false),
+            (4096, Some(1), false),
+            (256 << 10, whole, false),
+            (256 << 10, Some(5), false),
+            (3 << 20, None, false),
+            (1 << 20, None, true),
+            (1 << 20, whole, true),
+            (1 << 20, Some(2), true),
+            ((700 << 10) + 1, whole, true),
+            ((700 << 10) + 1, Some(3), true),
+            ((2 << 20) + 3, None, true),
+            (64 << 10, None, true),
         ] {
             let moved = match Worker::start(
                 Box::new(RawScan::new(matcher.clone(), 70_000)),
@@ -348,7 +412,7 @@ mod tests {
             let there = scan(moved, &input, piece, head_end, owned);
             assert_eq!(
                 there, here,
-                "pieces of {piece}, found here: {always_here}, owned: {owned}"
+                "pieces of {piece}, found here: {always_here:?}, owned: {owned}"
             );
         }
     }
