@@ -207,17 +207,19 @@ struct Slot {
     shapes: [Option<(u64, Verbatim)>; 3],
 }
 
-/// Slots in a memo (a power of two): a line's slot is chosen by its
-/// skeleton's hash; a line of another skeleton takes it over once the
-/// slot has no chances left, so that lines of a skeleton seen once (each
-/// with a hash of its own) do not push out the ones that come again.
-/// A build log's few hundred skeletons (each message and the widths of
-/// its numbers) pushed one another out of 512. Since a slot is read only
-/// when its tag matches, 2,048 (656 KiB, made on the first lookup) cost
-/// no more per lookup than 1,024 and miss less; 4,096 would save a build
-/// log another 3.5% of its instructions for twice the memory. A matcher
-/// keeps up to eight searches' states for reuse (`SPARE_CACHES`), so a
-/// long-lived process holds up to 5.2 MiB of memos.
+/// Slots in a memo (a power of two): a line's skeleton is in one of two
+/// slots, chosen by its hash; a line of another skeleton takes the one
+/// with fewer chances over once it has none left, so that lines of a
+/// skeleton seen once (each with a hash of its own) do not push out the
+/// ones that come again. A build log's few hundred skeletons (each message
+/// and the widths of its numbers) pushed one another out of 512. Since a
+/// slot is read only when its tag matches, 2,048 (656 KiB, made on the
+/// first lookup) cost no more per lookup than 1,024 and miss less. With
+/// one slot to a skeleton, two that come often and share it took it from
+/// each other again and again: a build log's lines were judged five times
+/// as often as it has skeletons. A matcher keeps up to eight searches'
+/// states for reuse (`SPARE_CACHES`), so a long-lived process holds up to
+/// 5.2 MiB of memos.
 const MEMO_SLOTS: usize = 2048;
 
 /// The most chances a slot keeps.
@@ -250,17 +252,19 @@ impl Memo {
             self.tags = vec![0; MEMO_SLOTS];
         }
         let h = self.skeleton.make(line);
-        let mut slot = self.find(h);
-        let mut owned = self.holds(slot);
-        if !owned {
+        let mut found = self.find(h);
+        if found.is_err() {
             // A line with a hex value of its own is remembered by its
             // skeleton with the value folded (only such lines are: a line
             // whose skeleton is remembered as it is has none).
             if let Some(h) = self.skeleton.fold() {
-                slot = self.find(h);
-                owned = self.holds(slot);
+                found = self.find(h);
             }
         }
+        let (slot, owned) = match found {
+            Ok(slot) => (slot, true),
+            Err(set) => (self.victim(set), false),
+        };
         self.last = Some(Last {
             at,
             len: line.len(),
@@ -270,12 +274,30 @@ impl Memo {
         Some((slot, owned))
     }
 
-    /// The slot of a skeleton of hash `h` (its top bits, the ones every
-    /// word went into), and that skeleton's tag (its low bits), kept.
+    /// The slot that holds the skeleton just made, of hash `h`, or the
+    /// first slot of the two it may be in (chosen by the hash's top bits,
+    /// the ones every word went into) if neither does. The skeleton's tag
+    /// (the hash's low bits) is kept.
     #[inline]
-    fn find(&mut self, h: u64) -> usize {
+    fn find(&mut self, h: u64) -> Result<usize, usize> {
         self.tag = h as u32 | 1;
-        (h >> (64 - MEMO_SLOTS.trailing_zeros())) as usize
+        let set = (h >> (64 - MEMO_SLOTS.trailing_zeros())) as usize & !1;
+        [set, set + 1]
+            .into_iter()
+            .find(|&slot| self.holds(slot))
+            .ok_or(set)
+    }
+
+    /// Which of the two slots from `set` a skeleton that is in neither
+    /// would take: an empty one, else the one with fewer chances.
+    fn victim(&self, set: usize) -> usize {
+        let (a, b) = (set, set + 1);
+        match (self.tags[a], self.tags[b]) {
+            (0, _) => a,
+            (_, 0) => b,
+            _ if self.slots[b].chances < self.slots[a].chances => b,
+            _ => a,
+        }
     }
 
     /// Whether `slot` holds the skeleton just made: its tag first, then
@@ -1260,6 +1282,62 @@ mod tests {
             }
             assert_eq!(memo.rank(&again(round)), Some(error), "round {round}");
         }
+    }
+
+    /// Lines of three skeletons whose two slots are the same (found by
+    /// trying words until three fall in one set).
+    fn three_of_one_set(memo: &mut super::Memo) -> [Vec<u8>; 3] {
+        let mut by_set = std::collections::HashMap::<usize, Vec<Vec<u8>>>::new();
+        for word in 0u32.. {
+            // Letters only, so that each is a skeleton of its own.
+            let name: String = (0..4)
+                .map(|k| char::from(b'g' + ((word >> (3 * k)) & 7) as u8))
+                .collect();
+            let line = format!("error: disk {name} 001 full").into_bytes();
+            let h = memo.skeleton.make(&line);
+            let set = memo.find(h).expect_err("an empty memo holds nothing");
+            let lines = by_set.entry(set).or_default();
+            lines.push(line);
+            if lines.len() == 3 {
+                let mut it = lines.drain(..);
+                return std::array::from_fn(|_| it.next().expect("three"));
+            }
+        }
+        unreachable!("three words share a set among 4,096 words")
+    }
+
+    /// Two skeletons that come again and share a set are both remembered;
+    /// a third that wants their set takes the slot of the one with fewer
+    /// chances once it has none, and the other stays.
+    #[test]
+    fn two_skeletons_of_one_set_are_both_remembered() {
+        let mut memo = super::Memo::default();
+        // The slots, made on the first lookup.
+        assert_eq!(memo.rank(b"nothing"), None);
+        let [a, b, c] = three_of_one_set(&mut memo);
+        let error = super::Judged {
+            rank: Some(SalientRank::Error),
+            gated: true,
+        };
+        for line in [&a, &b] {
+            assert_eq!(memo.rank(line), None);
+            memo.remember_rank(line, error);
+        }
+        // Both found again: both hold their slots, `a` with three chances
+        // and `b` with one.
+        for _ in 0..3 {
+            assert_eq!(memo.rank(&a), Some(error));
+        }
+        assert_eq!(memo.rank(&b), Some(error));
+        // A third wants their set: `b`, with fewer chances, loses its one,
+        assert_eq!(memo.rank(&c), None);
+        memo.remember_rank(&c, error);
+        assert_eq!(memo.rank(&c), None, "taken before its chances ran out");
+        // and then its slot.
+        memo.remember_rank(&c, error);
+        assert_eq!(memo.rank(&c), Some(error));
+        assert_eq!(memo.rank(&a), Some(error));
+        assert_eq!(memo.rank(&b), None, "the one with fewer chances is taken");
     }
 
     fn same(a: &str, b: &str) {
