@@ -111,6 +111,7 @@ impl Spiller {
             head: Vec::new(),
             spill: None,
             store_elsewhere: false,
+            json_elsewhere: false,
         }
     }
 
@@ -121,7 +122,8 @@ impl Spiller {
     /// stored as [`Store::put`] stores it (written while another thread
     /// hashes it; an existing copy found by the hash is compared with it
     /// and the write dropped), on threads of their own while this one makes
-    /// the preview.
+    /// the preview; a JSON document's sketch is made on one too, reading
+    /// the input where it is.
     ///
     /// # Errors
     ///
@@ -140,18 +142,26 @@ impl Spiller {
             .len()
             .min(usize::try_from(policy.max_spill_bytes()).unwrap_or(usize::MAX))];
         let opts = policy.write_options();
+        let budget = self.store.parallelism();
         std::thread::scope(|s| {
-            let put = crate::threads::scoped(s, self.store.parallelism(), "spillway-put", || {
+            let put = crate::threads::scoped(s, budget, "spillway-put", || {
                 self.store.put_whole(kept, opts)
+            });
+            let json = (policy.format() != Format::Text).then(|| {
+                crate::threads::scoped(s, budget, "spillway-json", || {
+                    let mut j = JsonStage::new(policy.max_inline_bytes());
+                    j.feed(input);
+                    j.finish()
+                })
             });
             let mut stage = self.stage();
             stage.store_elsewhere = put.is_ok();
+            stage.json_elsewhere = json.as_ref().is_some_and(Result::is_ok);
             stage.feed(input);
-            match put {
-                Ok(h) => stage.finish_with(Some(h.join())),
-                // No thread to be had: stored as it streamed.
-                Err(_) => stage.finish(),
-            }
+            // Without a thread, each is made as the input streams.
+            let stored = put.ok().map(|h| h.join());
+            let json = json.and_then(Result::ok).map(|h| h.join());
+            stage.finish_with(stored, json)
         })
     }
 }
@@ -308,6 +318,8 @@ pub struct Stage {
     spill: Option<Spilling>,
     /// The input is stored by its caller ([`Spiller::apply`]).
     store_elsewhere: bool,
+    /// The input's JSON sketch is made by its caller ([`Spiller::apply`]).
+    json_elsewhere: bool,
 }
 
 impl fmt::Debug for Stage {
@@ -399,7 +411,8 @@ impl Stage {
                 .then(|| Storing::start(&self.spiller.store, policy.write_options())),
             stored: 0,
             max_stored: policy.max_spill_bytes(),
-            json: (policy.format() != Format::Text).then(|| Offload::Here(JsonStage::new(cap))),
+            json: (policy.format() != Format::Text && !self.json_elsewhere)
+                .then(|| Offload::Here(JsonStage::new(cap))),
             budget: self.spiller.store.parallelism().clone(),
             render: terminal.then(|| {
                 Renderer::new(
@@ -423,20 +436,22 @@ impl Stage {
     /// [`FinishError`], only when the store failed and the policy says
     /// [`OnStoreError::Fail`]. It carries the bounded preview.
     pub fn finish(self) -> Result<Outcome, FinishError> {
-        self.finish_with(None)
+        self.finish_with(None, None)
     }
 
     /// [`finish`](Self::finish), with what the caller stored when the stage
-    /// stores elsewhere.
+    /// stores elsewhere, and the sketch it made when it makes it.
     fn finish_with(
         self,
         elsewhere: Option<Result<StoredObject, StoreError>>,
+        json_elsewhere: Option<Result<JsonSketch, String>>,
     ) -> Result<Outcome, FinishError> {
         let Stage {
             spiller,
             head,
             spill,
             store_elsewhere: _,
+            json_elsewhere: _,
         } = self;
         let policy = &spiller.policy;
         let terminal = policy.render() == Render::Terminal;
@@ -526,7 +541,10 @@ impl Stage {
                     let changed = parts.changed() || !facts.valid_utf8;
                     (parts, changed)
                 });
-                let json = sp.json.map(|j| j.into_inner().finish());
+                let json = match sp.json {
+                    Some(j) => Some(j.into_inner().finish()),
+                    None => json_elsewhere,
+                };
                 conclude(policy, &facts, &head, &tail, stored, json, rendered)
             }
         }
