@@ -122,8 +122,8 @@ impl Spiller {
     /// stored as [`Store::put`] stores it (written while another thread
     /// hashes it; an existing copy found by the hash is compared with it
     /// and the write dropped), on threads of their own while this one makes
-    /// the preview; a JSON document's sketch is made on one too, reading
-    /// the input where it is.
+    /// the preview (on a thread of its own too while this one makes a
+    /// JSON document's sketch), each reading the input where it is.
     ///
     /// # Errors
     ///
@@ -147,20 +147,32 @@ impl Spiller {
             let put = crate::threads::scoped(s, budget, "spillway-put", || {
                 self.store.put_whole(kept, opts)
             });
-            let json = (policy.format() != Format::Text).then(|| {
-                crate::threads::scoped(s, budget, "spillway-json", || {
+            let store_elsewhere = put.is_ok();
+            let staged = move |json_elsewhere: bool| {
+                let mut stage = self.stage();
+                stage.store_elsewhere = store_elsewhere;
+                stage.json_elsewhere = json_elsewhere;
+                stage.feed(input);
+                stage
+            };
+            // A JSON document's sketch is made here, and the stage's own
+            // work on a thread of its own: the sketch allocates its nodes
+            // one by one, which a thread's own fresh heap grows for a page
+            // at a time (a system call each), and the caller's heap has
+            // room already.
+            let stage_thread = (policy.format() != Format::Text)
+                .then(|| crate::threads::scoped(s, budget, "spillway-stage", move || staged(true)));
+            let (stage, json) = match stage_thread {
+                Some(Ok(h)) => {
                     let mut j = JsonStage::new(policy.max_inline_bytes());
                     j.feed(input);
-                    j.finish()
-                })
-            });
-            let mut stage = self.stage();
-            stage.store_elsewhere = put.is_ok();
-            stage.json_elsewhere = json.as_ref().is_some_and(Result::is_ok);
-            stage.feed(input);
-            // Without a thread, each is made as the input streams.
+                    let json = j.finish();
+                    (h.join(), Some(json))
+                }
+                // Without a thread, the sketch is made as the input streams.
+                _ => (staged(false), None),
+            };
             let stored = put.ok().map(|h| h.join());
-            let json = json.and_then(Result::ok).map(|h| h.join());
             stage.finish_with(stored, json)
         })
     }
