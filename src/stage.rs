@@ -159,24 +159,41 @@ impl Spiller {
             // work on a thread of its own: the sketch allocates its nodes
             // one by one, which a thread's own fresh heap grows for a page
             // at a time (a system call each), and the caller's heap has
-            // room already.
-            let stage_thread = (policy.format() != Format::Text)
-                .then(|| crate::threads::scoped(s, budget, "spillway-stage", move || staged(true)));
-            let (stage, json) = match stage_thread {
-                Some(Ok(h)) => {
-                    let mut j = JsonStage::new(policy.max_inline_bytes());
-                    j.feed(input);
-                    let json = j.finish();
-                    (h.join(), Some(json))
+            // room already. What is not JSON from its first bytes on (most
+            // of what `Format::Auto` sees) is told so here, and staged here.
+            let mut sketch = (policy.format() != Format::Text)
+                .then(|| JsonStage::new(policy.max_inline_bytes()));
+            let probe = input.len().min(JSON_PROBE);
+            if let Some(j) = sketch.as_mut() {
+                j.feed(&input[..probe]);
+            }
+            let (stage, json) = match sketch {
+                Some(j) if !j.alive() => (staged(true), Some(j.finish())),
+                Some(mut j) => {
+                    let stage = move || staged(true);
+                    match crate::threads::scoped(s, budget, "spillway-stage", stage) {
+                        Ok(h) => {
+                            j.feed(&input[probe..]);
+                            let json = j.finish();
+                            (h.join(), Some(json))
+                        }
+                        // Without a thread, the sketch is made as the input
+                        // streams.
+                        Err(_) => (staged(false), None),
+                    }
                 }
-                // Without a thread, the sketch is made as the input streams.
-                _ => (staged(false), None),
+                None => (staged(false), None),
             };
             let stored = put.ok().map(|h| h.join());
             stage.finish_with(stored, json)
         })
     }
 }
+
+/// The first bytes of a whole input [`Spiller::apply`] reads as JSON before
+/// it decides where the stage's own work runs: a document that is not JSON
+/// is most often told so by its first byte.
+const JSON_PROBE: usize = 64 << 10;
 
 /// `finish()` failed because the store failed and the policy says
 /// [`OnStoreError::Fail`]. The bounded preview is handed back all the same.

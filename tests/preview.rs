@@ -341,10 +341,12 @@ fn hazards_at_every_position_around_the_cuts() {
 }
 
 /// A store's thread budget changes where the work runs, never what it
-/// gives: a large build log and a large JSON document, applied whole and
-/// streamed, under budgets of 0 (everything on the caller's thread) to 8
-/// threads, give one outcome; and every thread is joined by the end (the
-/// budget is whole again).
+/// gives: a large build log and a large JSON document, as text, as JSON
+/// and as either (`Format::Auto`), and the log as JSON (which it is not,
+/// as the outcome says), applied whole and streamed, under
+/// budgets of 0 (everything on the caller's thread) to 8 threads, give one
+/// outcome; and every thread is joined by the end (the budget is whole
+/// again).
 #[test]
 fn the_thread_budget_changes_where_work_runs_never_what_it_gives() {
     use spillway::{Format, Parallelism, Policy, Store};
@@ -364,7 +366,14 @@ fn the_thread_budget_changes_where_work_runs_never_what_it_gives() {
         );
     }
     json.extend_from_slice(b"0]");
-    for (input, format) in [(&log, Format::Text), (&json, Format::Json)] {
+    for (input, format) in [
+        (&log, Format::Text),
+        (&json, Format::Json),
+        (&log, Format::Auto),
+        (&json, Format::Auto),
+        // Told why it got the text preview.
+        (&log, Format::Json),
+    ] {
         let policy = Policy::builder().format(format).build().unwrap();
         let mut seen = None;
         for threads in [0, 1, 2, 8] {
@@ -378,6 +387,15 @@ fn the_thread_budget_changes_where_work_runs_never_what_it_gives() {
             }
             let streamed = stage.finish().unwrap();
             assert_eq!(whole.content, streamed.content, "{threads} threads");
+            assert_eq!(
+                whole.format, streamed.format,
+                "{format:?}, {threads} threads"
+            );
+            assert_eq!(
+                whole.format.is_json(),
+                input == &json,
+                "{format:?}, {threads} threads"
+            );
             // In buffers of their own, which the scan's thread may take.
             for size in [1 << 20, 700_001] {
                 let mut stage = spiller.stage();
