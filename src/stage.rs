@@ -147,42 +147,43 @@ impl Spiller {
             let put = crate::threads::scoped(s, budget, "spillway-put", || {
                 self.store.put_whole(kept, opts)
             });
-            let store_elsewhere = put.is_ok();
-            let staged = move |json_elsewhere: bool| {
-                let mut stage = self.stage();
-                stage.store_elsewhere = store_elsewhere;
-                stage.json_elsewhere = json_elsewhere;
-                stage.feed(input);
-                stage
-            };
             // A JSON document's sketch is made here, and the stage's own
             // work on a thread of its own: the sketch allocates its nodes
             // one by one, which a thread's own fresh heap grows for a page
             // at a time (a system call each), and the caller's heap has
             // room already. What is not JSON from its first bytes on (most
-            // of what `Format::Auto` sees) is told so here, and staged here.
+            // of what `Format::Auto` sees) is told so here, and staged here,
+            // as everything is without a thread.
             let mut sketch = (policy.format() != Format::Text)
                 .then(|| JsonStage::new(policy.max_inline_bytes()));
             let probe = input.len().min(JSON_PROBE);
             if let Some(j) = sketch.as_mut() {
                 j.feed(&input[..probe]);
             }
-            let (stage, json) = match sketch {
-                Some(j) if !j.alive() => (staged(true), Some(j.finish())),
-                Some(mut j) => {
-                    let stage = move || staged(true);
-                    match crate::threads::scoped(s, budget, "spillway-stage", stage) {
-                        Ok(h) => {
-                            j.feed(&input[probe..]);
-                            let json = j.finish();
-                            (h.join(), Some(json))
-                        }
-                        // Without a thread, the sketch is made as the input
-                        // streams.
-                        Err(_) => (staged(false), None),
-                    }
+            let (store_elsewhere, json_elsewhere) = (put.is_ok(), sketch.is_some());
+            let staged = move || {
+                let mut stage = self.stage();
+                stage.store_elsewhere = store_elsewhere;
+                stage.json_elsewhere = json_elsewhere;
+                stage.feed(input);
+                stage
+            };
+            let sketched = move |mut j: JsonStage| {
+                j.feed(&input[probe..]);
+                j.finish()
+            };
+            let thread = match &sketch {
+                Some(j) if j.alive() => {
+                    crate::threads::scoped(s, budget, "spillway-stage", staged).ok()
                 }
-                None => (staged(false), None),
+                _ => None,
+            };
+            let (stage, json) = match thread {
+                Some(h) => {
+                    let json = sketch.map(sketched);
+                    (h.join(), json)
+                }
+                None => (staged(), sketch.map(sketched)),
             };
             let stored = put.ok().map(|h| h.join());
             stage.finish_with(stored, json)

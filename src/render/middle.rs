@@ -356,9 +356,22 @@ impl Finder {
         out
     }
 
+    /// Adds the matched lines of the next piece of the run `bulk` (whole
+    /// lines from a line's start), after the bytes `out` holds the finds
+    /// of: up to the first line end at least `piece` bytes on, or to the
+    /// run's end.
+    pub(crate) fn find_piece(&mut self, bulk: &[u8], piece: usize, out: &mut Finds) {
+        let rest = &bulk[out.bytes..];
+        let end = rest
+            .get(piece..)
+            .and_then(|r| memchr::memchr(b'\n', r))
+            .map_or(rest.len(), |i| piece + i + 1);
+        self.find_more(&rest[..end], out);
+    }
+
     /// Adds the matched lines of `bulk`, whole lines from a line's start,
     /// to `out` as those of the run's next bytes.
-    pub(crate) fn find_more(&mut self, bulk: &[u8], out: &mut Finds) {
+    fn find_more(&mut self, bulk: &[u8], out: &mut Finds) {
         let (base, lines) = (out.bytes, out.newlines);
         if memchr::memchr(0x1B, bulk).is_none() {
             self.find_plain(bulk, base, lines, out);
@@ -777,8 +790,8 @@ mod tests {
                 want.len()
             );
             let mut finder = Finder::new(matcher.clone());
-            // Whole, cold then warm; then in pieces of whole lines (each
-            // from the first line end past so many bytes), as one run.
+            // Whole, cold then warm; then in pieces of whole lines, as one
+            // run.
             for (warm, piece) in [
                 (false, None),
                 (true, None),
@@ -791,12 +804,9 @@ mod tests {
                     Some(piece) => {
                         let mut found = Finds::default();
                         while found.bytes() < bulk.len() {
-                            let rest = &bulk[found.bytes()..];
-                            let end = rest
-                                .get(piece..)
-                                .and_then(|r| memchr::memchr(b'\n', r))
-                                .map_or(rest.len(), |i| piece + i + 1);
-                            finder.find_more(&rest[..end], &mut found);
+                            finder.find_piece(&bulk, piece, &mut found);
+                            // Whole lines: what the scan records as found.
+                            assert!(bulk[..found.bytes()].ends_with(b"\n"));
                         }
                         found
                     }

@@ -1032,7 +1032,7 @@ impl Terminal {
         let r = self.last_line.as_ref()?;
         let s = &mut self.screen;
         let len = r.raw.len();
-        let room = (s.boundary - s.end) / len as u64;
+        let room = s.boundary.saturating_sub(s.end) / len as u64;
         if !fresh || room == 0 || !data.starts_with(&r.raw) {
             return None;
         }

@@ -220,12 +220,7 @@ impl Worker {
         let mut found = Finds::default();
         let mut pieces = 0;
         while found.bytes() < bulk.len() {
-            let rest = &bulk[found.bytes()..];
-            let end = match rest.get(PIECE..).and_then(|r| memchr::memchr(b'\n', r)) {
-                Some(i) => PIECE + i + 1,
-                None => rest.len(),
-            };
-            self.finder.find_more(&rest[..end], &mut found);
+            self.finder.find_piece(bulk, PIECE, &mut found);
             pieces += 1;
             let enough = match self.always_here {
                 Some(most) => pieces >= most,
