@@ -159,7 +159,7 @@ pub(crate) struct Memo {
     slots: Vec<Slot>,
     /// Each slot's tag: bits of its skeleton's hash, never 0, or 0 for an
     /// empty slot. Kept apart from the slots (8 KiB, which stay in the
-    /// nearest cache, where the slots' 656 KiB do not while a stream
+    /// nearest cache, where the slots' 624 KiB do not while a stream
     /// passes through), so that a line of another skeleton misses without
     /// reading its slot: a line with a hex value of its own always misses
     /// once, before its folded skeleton is looked up.
@@ -188,7 +188,7 @@ struct Last {
 /// A remembered skeleton. In this order (`repr(C)`), what a line's lookup
 /// reads lies together at its start: its chances, how its lines were
 /// judged, and the skeleton (its length, then its bytes), rather than
-/// spread over the slot's 328 bytes (`a_lookup_reads_the_start_of_a_slot`
+/// spread over the slot's 312 bytes (`a_lookup_reads_the_start_of_a_slot`
 /// checks where the skeleton's bytes start).
 #[derive(Debug, Default)]
 #[repr(C)]
@@ -213,13 +213,13 @@ struct Slot {
 /// skeleton seen once (each with a hash of its own) do not push out the
 /// ones that come again. A build log's few hundred skeletons (each message
 /// and the widths of its numbers) pushed one another out of 512. Since a
-/// slot is read only when its tag matches, 2,048 (656 KiB, made on the
+/// slot is read only when its tag matches, 2,048 (624 KiB, made on the
 /// first lookup) cost no more per lookup than 1,024 and miss less. With
 /// one slot to a skeleton, two that come often and share it took it from
 /// each other again and again: on 16 MiB of a build log, of 1,809
 /// skeletons, its scan's two threads judged 17,851 lines (10,133 with two
 /// slots). A matcher keeps up to eight searches' states for reuse
-/// (`SPARE_CACHES`), so a long-lived process holds up to 5.2 MiB of memos.
+/// (`SPARE_CACHES`), so a long-lived process holds up to 4.9 MiB of memos.
 const MEMO_SLOTS: usize = 2048;
 
 /// The most chances a slot keeps.
@@ -392,8 +392,9 @@ impl Memo {
 }
 
 /// A line of at most [`MEMO_LINE`] bytes with each digit made `0`, and
-/// its length. Compared and hashed eight bytes a word: the last word's
-/// bytes past the line are zero.
+/// its length. Made sixteen bytes a block, each block written once, where
+/// it lies, as two words: the last block's bytes past the line are zero.
+/// Compared and hashed a word at a time.
 ///
 /// Its length comes first, right before its bytes (`repr(C)`, no padding:
 /// every field is bytes).
@@ -430,12 +431,37 @@ fn hex_letters(w: u64) -> u64 {
     from_a & !from_g & !w & !LOW
 }
 
+/// Where in `words` (a skeleton's words: its bytes past the line are
+/// zero) the first hex value's mark of two bytes from `from` on is: a
+/// digit (`0`) right after one of `a` to `f`, or one of them right after
+/// a digit, where the second byte is. Every hex value has one, most lines
+/// none. Eight bytes at a time.
+fn mark(words: &[u8], from: usize) -> Option<usize> {
+    let first = from / 8;
+    let (mut digits, mut letters) = (0u64, 0u64);
+    for (k, w) in words.chunks_exact(8).enumerate().skip(first) {
+        let w = u64::from_le_bytes(w.try_into().expect("a word"));
+        let (d, l) = (zeros(w), hex_letters(w));
+        // A byte's neighbour before it: the byte below, or the last byte
+        // of the word before.
+        let mut pairs = (d & (l << 8 | letters >> 56)) | (l & (d << 8 | digits >> 56));
+        if k == first {
+            // Only a second byte past `from`.
+            pairs &= u64::MAX << (8 * (from % 8)) << 8;
+        }
+        if pairs != 0 {
+            return Some(8 * k + (pairs.trailing_zeros() / 8) as usize);
+        }
+        (digits, letters) = (d, l);
+    }
+    None
+}
+
 /// Mixed into a folded skeleton's hash.
 const FOLDED: u64 = 0xF0_1D_ED_F0_1D_ED_F0_1D;
 
-/// Room for the longest line, and for the eight zero bytes written past
-/// its end, in blocks of sixteen.
-const SKELETON_BYTES: usize = MEMO_LINE + 16;
+/// Room for the longest line in blocks of sixteen.
+const SKELETON_BYTES: usize = MEMO_LINE.next_multiple_of(16);
 
 impl Default for Skeleton {
     fn default() -> Skeleton {
@@ -448,66 +474,135 @@ impl Default for Skeleton {
 }
 
 impl PartialEq for Skeleton {
+    /// A word at a time, in line (a call to compare a few words costs
+    /// more than comparing them): the bytes past the line are zero in
+    /// both.
     fn eq(&self, other: &Skeleton) -> bool {
         let n = usize::from(self.len).div_ceil(8) * 8;
-        self.len == other.len && self.folded == other.folded && self.bytes[..n] == other.bytes[..n]
+        self.len == other.len
+            && self.folded == other.folded
+            && self.bytes[..n]
+                .chunks_exact(8)
+                .zip(other.bytes[..n].chunks_exact(8))
+                .all(|(a, b)| le_word(a) == le_word(b))
     }
 }
 
-/// Sixteen bytes with each digit made `0`: written byte by byte, compiled
-/// to a few vector instructions (a digit is a byte whose distance from
-/// `0` is under ten).
+/// Eight bytes as one number, the first the lowest.
 #[inline(always)]
-fn zeroed(block: &[u8; 16]) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    for (o, &b) in out.iter_mut().zip(block) {
-        *o = if b.wrapping_sub(b'0') < 10 { b'0' } else { b };
+fn le_word(bytes: &[u8]) -> u64 {
+    u64::from_le_bytes(bytes.try_into().expect("a word"))
+}
+
+/// A word of eight bytes with each digit made `0`: a digit is a byte
+/// whose distance from `0` is under ten, and made `0` by clearing its low
+/// four bits.
+#[inline(always)]
+fn zeroed(w: u64) -> u64 {
+    const LOW: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    let x = w ^ 0x3030_3030_3030_3030;
+    // A byte's low seven bits plus 0x76 carry into its high bit from ten
+    // up; no byte carries into the next. A digit: high bit clear in both.
+    let digits = !(((x & LOW) + 0x7676_7676_7676_7676) | x) & !LOW;
+    // Each digit's low four bits: 0x10 less 0x01 a byte, no borrow.
+    w & !((digits >> 3) - (digits >> 7))
+}
+
+/// The last `line.len() % 16` bytes of `line` (at least one), as the
+/// first bytes of a block of two words (the first eight in `lo`) whose
+/// other bytes are zero. Read in at most two loads from where they are
+/// and shifted into place: bytes copied one by one into memory and read
+/// back as a word wait there for the copies.
+#[inline(always)]
+fn last_block(line: &[u8]) -> (u64, u64) {
+    let (len, rest) = (line.len(), line.len() % 16);
+    debug_assert!(rest > 0);
+    if len >= 16 {
+        let v = (u128::from(le_word(&line[len - 8..])) << 64
+            | u128::from(le_word(&line[len - 16..len - 8])))
+            >> (8 * (16 - rest));
+        (v as u64, (v >> 64) as u64)
+    } else if len > 8 {
+        (
+            le_word(&line[..8]),
+            le_word(&line[len - 8..]) >> (8 * (16 - len)),
+        )
+    } else if len == 8 {
+        (le_word(line), 0)
+    } else {
+        let lo = line
+            .iter()
+            .rev()
+            .fold(0u64, |v, &b| (v << 8) | u64::from(b));
+        (lo, 0)
     }
-    out
+}
+
+/// One step of a skeleton's hash: a word rotated in.
+#[inline(always)]
+fn mix(h: u64, word: u64) -> u64 {
+    h.rotate_left(7) ^ word
+}
+
+/// A skeleton's hash before its words, in each of its two lanes: its
+/// length, and whether it is folded.
+#[inline(always)]
+fn seed(len: usize, folded: bool) -> [u64; 2] {
+    [len as u64 ^ if folded { FOLDED } else { 0 }, 0]
+}
+
+/// The hash's end: its two lanes (each block's first word went into the
+/// first, its second into the second: two chains half as long) mixed
+/// once more. The hash only picks a slot, and the slot's skeleton is
+/// compared.
+#[inline(always)]
+fn end([a, b]: [u64; 2]) -> u64 {
+    let h = a ^ b.rotate_left(32);
+    (h ^ (h >> 29)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
 }
 
 impl Skeleton {
     /// Makes this the skeleton of `line` (at most [`MEMO_LINE`] bytes),
-    /// and gives its hash.
+    /// and gives its hash ([`hash`](Self::hash)'s), made from each word
+    /// as it is written rather than read back. Each block is written
+    /// once, where it lies, as two words: a word read back from bytes
+    /// written a moment before by more than one write waits for them to
+    /// reach the cache.
     fn make(&mut self, line: &[u8]) -> u64 {
         debug_assert!(line.len() <= MEMO_LINE);
         let len = line.len();
         self.len = len as u8;
         self.folded = false;
-        let full = len / 16;
-        let (blocks, after) = self.bytes.split_at_mut(16 * full);
-        for (c, o) in line.chunks_exact(16).zip(blocks.chunks_exact_mut(16)) {
-            let c: &[u8; 16] = c.try_into().expect("a block of 16");
-            o.copy_from_slice(&zeroed(c));
+        let mut h = seed(len, false);
+        let (blocks, _) = self.bytes.split_at_mut(16 * len.div_ceil(16));
+        let mut out = blocks.chunks_exact_mut(16);
+        let mut put = |o: &mut [u8], (lo, hi): (u64, u64)| {
+            let (a, b) = o.split_at_mut(8);
+            a.copy_from_slice(&lo.to_le_bytes());
+            b.copy_from_slice(&hi.to_le_bytes());
+            h = [mix(h[0], lo), mix(h[1], hi)];
+        };
+        for (c, o) in line.chunks_exact(16).zip(&mut out) {
+            put(o, (zeroed(le_word(&c[..8])), zeroed(le_word(&c[8..]))));
         }
-        if !len.is_multiple_of(16) {
-            if len >= 16 {
-                // The line's last sixteen bytes, where they are: the ones
-                // a block above made already are made the same again.
-                let last: &[u8; 16] = line[len - 16..].try_into().expect("16 bytes");
-                self.bytes[len - 16..len].copy_from_slice(&zeroed(last));
-            } else {
-                let mut short = [0u8; 16];
-                short[..len].copy_from_slice(line);
-                after[..16].copy_from_slice(&zeroed(&short));
-            }
-            // The last word's bytes past the line.
-            self.bytes[len..len + 8].fill(0);
+        if let Some(o) = out.next() {
+            let (lo, hi) = last_block(line);
+            put(o, (zeroed(lo), zeroed(hi)));
         }
-        self.hash()
+        end(h)
     }
 
-    /// Its hash: rotated and xored a word at a time, mixed once at the
-    /// end (the hash only picks a slot, and the slot's skeleton is
-    /// compared).
+    /// Its hash: its length, then its blocks, each block's two words
+    /// rotated into two lanes (the bytes past the line in its last block
+    /// are zero), mixed once at the end.
     fn hash(&self) -> u64 {
         let len = usize::from(self.len);
-        let mut h = len as u64 ^ if self.folded { FOLDED } else { 0 };
-        for w in self.bytes[..len.div_ceil(8) * 8].chunks_exact(8) {
-            let w: [u8; 8] = w.try_into().expect("a word");
-            h = h.rotate_left(7) ^ u64::from_le_bytes(w);
-        }
-        (h ^ (h >> 29)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
+        let h = self.bytes[..len.div_ceil(16) * 16]
+            .chunks_exact(16)
+            .fold(seed(len, self.folded), |[a, b], w| {
+                [mix(a, le_word(&w[..8])), mix(b, le_word(&w[8..]))]
+            });
+        end(h)
     }
 
     /// Folds the hex values of a skeleton just made, if it has any (and
@@ -539,60 +634,46 @@ impl Skeleton {
     /// drawn anew.
     fn fold(&mut self) -> Option<u64> {
         let len = usize::from(self.len);
-        // Eight bytes at a time, a hex value's mark: a digit beside one of
-        // `a` to `f` (every hex value has one, most lines none).
-        let (mut digits, mut letters) = (0u64, 0u64);
-        let mut first = None;
-        for (k, w) in self.bytes[..len.div_ceil(8) * 8]
-            .chunks_exact(8)
-            .enumerate()
-        {
-            let w = u64::from_le_bytes(w.try_into().expect("a word"));
-            let (d, l) = (zeros(w), hex_letters(w));
-            // A byte's neighbour before it: the byte below, or the last
-            // byte of the word before.
-            let pairs = (d & (l << 8 | letters >> 56)) | (l & (d << 8 | digits >> 56));
-            if pairs != 0 {
-                first = Some(8 * k + (pairs.trailing_zeros() / 8) as usize);
-                break;
-            }
-            (digits, letters) = (d, l);
-        }
-        let first = first?;
-        let line = &mut self.bytes[..len];
-        if memchr::memchr3(b'"', b'\'', b'`', line).is_some() {
+        let words = len.div_ceil(8) * 8;
+        let mut at = mark(&self.bytes[..words], 0)?;
+        if memchr::memchr3(b'"', b'\'', b'`', &self.bytes[..len]).is_some() {
             return None;
         }
-        // From the start of the word that holds the first mark, word by
-        // word.
-        let mut i = line[..first]
-            .iter()
-            .rposition(|&b| !is_word(b))
-            .map_or(0, |p| p + 1);
+        // Each word that holds a mark, from the first: a word that holds
+        // none is not a hex value, and is passed over eight bytes at a
+        // time.
         let mut folded = false;
-        while i < len {
-            if !is_word(line[i]) {
-                i += 1;
-                continue;
-            }
-            let start = i;
+        loop {
+            let line = &mut self.bytes[..len];
+            let start = line[..at]
+                .iter()
+                .rposition(|&b| !is_word(b))
+                .map_or(0, |p| p + 1);
+            let mut end = start;
             let (mut digit, mut letter, mut hex) = (false, false, true);
-            while i < len && is_word(line[i]) {
-                let b = line[i];
+            while end < len && is_word(line[end]) {
+                let b = line[end];
                 // Its digits are `0` already.
                 let d = b == b'0';
                 let l = (b'a'..=b'f').contains(&b);
                 digit |= d;
                 letter |= l;
                 hex &= d | l;
-                i += 1;
+                end += 1;
             }
-            if hex && digit && letter && i - start >= 4 && (start == 0 || line[start - 1] != b'[') {
+            if hex && digit && letter && end - start >= 4 && (start == 0 || line[start - 1] != b'[')
+            {
                 let class = |b: u8| if b == b'0' { b'0' } else { b'a' };
                 line[start] = class(line[start]);
-                line[i - 1] = class(line[i - 1]);
-                line[start + 1..i - 1].fill(b'1');
+                line[end - 1] = class(line[end - 1]);
+                line[start + 1..end - 1].fill(b'1');
                 folded = true;
+            }
+            // Past the word: the byte at `end` ends it, so no mark of the
+            // bytes just folded is found again.
+            match mark(&self.bytes[..words], end) {
+                Some(next) => at = next,
+                None => break,
             }
         }
         self.folded = folded;
@@ -931,6 +1012,7 @@ mod tests {
             let line: Vec<u8> = (0..len).map(|i| b"a1 \x00"[i % 4]).collect();
             let mut fresh = super::Skeleton::default();
             let want = fresh.make(&line);
+            assert_eq!(fresh.hash(), want, "made as written is read back, at {len}");
             out.make(&long);
             assert_eq!(out.make(&line), want, "the hash, at {len}");
             assert_eq!(out, fresh, "the skeleton, at {len}");
@@ -1103,13 +1185,15 @@ mod tests {
         assert_eq!(skeleton.bytes(), b"011a a110 a11a x a1111111a");
     }
 
-    /// The eight-bytes-at-a-time marks are each byte's: every byte in
-    /// every place, beside every other.
+    /// The eight-bytes-at-a-time marks and digits made `0` are each
+    /// byte's: every byte in every place, beside every other.
     #[test]
     fn the_marks_of_eight_bytes_are_each_bytes() {
         for at in 0..8 {
             for b in 0..=255u8 {
-                for other in [0u8, b'0', b'a', b'f', b'g', 0x80, 0xE6, 0xFF] {
+                for other in [
+                    0u8, b'/', b'0', b'9', b':', b'a', b'f', b'g', 0x80, 0xB9, 0xE6, 0xFF,
+                ] {
                     let mut bytes = [other; 8];
                     bytes[at] = b;
                     let w = u64::from_le_bytes(bytes);
@@ -1120,6 +1204,12 @@ mod tests {
                             .fold(0u64, |m, (i, &c)| m | (u64::from(f(c)) << (8 * i + 7)))
                     };
                     assert_eq!(super::zeros(w), mark(|c| c == b'0'), "{b} at {at}");
+                    let zeroed = bytes.map(|c| if c.is_ascii_digit() { b'0' } else { c });
+                    assert_eq!(
+                        super::zeroed(w),
+                        u64::from_le_bytes(zeroed),
+                        "{b} at {at} beside {other}"
+                    );
                     assert_eq!(
                         super::hex_letters(w),
                         mark(|c| (b'a'..=b'f').contains(&c)),
