@@ -319,8 +319,9 @@ impl Spilling {
 /// rolling window of the last ones: memory stays bounded by twice the budget
 /// plus fixed buffers (about 1 MiB), however long the input; with
 /// [`Render::Terminal`] the window holds three budgets and 64 KiB more (the
-/// tail is rendered from it at the end), and past its first MiB the salient
-/// scan runs on a thread of its own, with up to 5 MiB queued for it.
+/// tail is rendered from it at the end), and from the bytes that reach its
+/// first MiB the salient scan runs on a thread of its own, with up to 5 MiB
+/// queued for it.
 ///
 /// Writes never fail: a store error is remembered and reported by `finish`.
 ///
@@ -398,7 +399,7 @@ impl Stage {
     /// Feeds the next chunk of the input from a buffer of its own, and
     /// gives back a buffer to read the next chunk into, of any length, its
     /// bytes stale (`buf` itself, or one the stage is done with). The
-    /// same as [`feed`](Self::feed), but past a stream's first MiB its
+    /// same as [`feed`](Self::feed), but from a stream's first MiB on its
     /// salient scan's thread takes `buf` as it is instead of a copy of it:
     /// a reader of a long stream (`spillway apply`) saves a copy of every
     /// byte by reading into the buffers this gives back. At most a few

@@ -146,7 +146,7 @@ impl Renderer {
     /// (The scan may be told the head's end before it is given the bytes
     /// before it: it places its lines by their offsets.)
     pub(crate) fn scan(&mut self, data: &[u8]) {
-        if let Some(s) = self.moved_scan() {
+        if let Some(s) = self.moved_scan(data.len() as u64) {
             s.feed(data);
         }
         self.fed += data.len() as u64;
@@ -158,7 +158,7 @@ impl Renderer {
     /// stale).
     pub(crate) fn scan_buf(&mut self, buf: Vec<u8>) -> Vec<u8> {
         let len = buf.len() as u64;
-        let back = match self.moved_scan() {
+        let back = match self.moved_scan(len) {
             Some(s) => s.feed_buf(buf),
             None => buf,
         };
@@ -166,10 +166,11 @@ impl Renderer {
         back
     }
 
-    /// The scan, moved to its thread first once the stream is long enough.
-    fn moved_scan(&mut self) -> Option<&mut Scan> {
+    /// The scan, moved to its thread first once the stream is long enough
+    /// with the `next` bytes it is about to be given.
+    fn moved_scan(&mut self, next: u64) -> Option<&mut Scan> {
         if let Some(s) = self.scan.take() {
-            self.scan = Some(s.maybe_move(self.fed, &self.budget));
+            self.scan = Some(s.maybe_move(self.fed + next, &self.budget));
         }
         self.scan.as_mut()
     }
@@ -325,5 +326,37 @@ mod tests {
             format!("{:?}", b.head.anchors)
         );
         assert_eq!(a.tail.map(|t| t.text), b.tail.map(|t| t.text));
+    }
+
+    /// The scan moves to its thread with the bytes that bring the stream
+    /// to its first MiB, before it scans them: a stream that starts with a
+    /// whole MiB has all of it scanned there, one a byte shorter none.
+    #[test]
+    fn the_scan_moves_with_the_bytes_that_reach_its_threshold() {
+        let lines = |n: usize| {
+            let mut b: Vec<u8> = b"error: disk full\n".repeat(n / 17 + 1);
+            b.truncate(n);
+            b
+        };
+        let on_thread = |r: &Renderer| matches!(r.scan, Some(Scan::Worker(_)));
+        let at = crate::offload::THREAD_AFTER as usize;
+        let matcher = || crate::SalientPatterns::default().matcher();
+        let mut r = Renderer::new(4096, matcher(), Parallelism::new(1));
+        r.scan_buf(lines(at - 1));
+        assert!(!on_thread(&r), "short of the threshold: here");
+        r.scan_buf(lines(1));
+        assert!(on_thread(&r), "the byte that reaches it: there");
+        let mut r = Renderer::new(4096, matcher(), Parallelism::new(1));
+        r.scan_buf(lines(at));
+        assert!(
+            on_thread(&r),
+            "a whole MiB at once: there, before it is scanned"
+        );
+        let mut r = Renderer::new(4096, matcher(), Parallelism::new(1));
+        r.scan(&lines(at));
+        assert!(
+            on_thread(&r),
+            "bytes that are not a buffer of their own too"
+        );
     }
 }

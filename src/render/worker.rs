@@ -7,7 +7,10 @@
 //! result is the same. Memory stays bounded as for any consumer on a
 //! thread of its own ([`crate::offload`]): a few chunks of 1 MiB wait for
 //! it, and their buffers come back to be reused. It moves to its thread
-//! at the same point, past the stream's first MiB.
+//! with the bytes that bring the stream to its first MiB, before it scans
+//! them: those are scanned while its memory of lines and its searches are
+//! new, the slowest of a stream's, and on its thread that runs beside the
+//! stage's own work.
 //!
 //! When the scan falls behind (its queue is full), the stage's thread does
 //! the part of the scan that needs no state for the chunk it hands over:
@@ -74,11 +77,12 @@ impl Scan {
         }
     }
 
-    /// The scan moved to a thread of its own from `budget`, once `fed`
-    /// bytes have been scanned here (it stays here if it gets no thread).
-    pub(crate) fn maybe_move(self, fed: u64, budget: &Parallelism) -> Scan {
+    /// The scan moved to a thread of its own from `budget`, once the
+    /// stream, `through` the bytes it is about to be given, is that long
+    /// (it stays here if it gets no thread).
+    pub(crate) fn maybe_move(self, through: u64, budget: &Parallelism) -> Scan {
         match self {
-            Scan::Here(s) if fed >= THREAD_AFTER => match Worker::start(s, budget) {
+            Scan::Here(s) if through >= THREAD_AFTER => match Worker::start(s, budget) {
                 Ok(w) => Scan::Worker(w),
                 Err(s) => Scan::Here(s),
             },
