@@ -323,6 +323,33 @@ impl Cursor {
     }
 }
 
+/// Where the line at `pos` ends: at the first `\n` from `pos` on, or at
+/// the text's end. Most lines are short: their first [`SHORT_LINE`] bytes
+/// are searched eight at a time here, in line, and only the rest by
+/// `memchr`, whose call costs more than a short line's words (a flood's
+/// lines, each searched from its start).
+#[inline]
+fn line_end(text: &[u8], pos: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let mut i = pos;
+    while i + 8 <= text.len() && i - pos < SHORT_LINE {
+        let w =
+            u64::from_le_bytes(text[i..i + 8].try_into().expect("a word")) ^ (ONES * b'\n' as u64);
+        // A byte that was `\n` is now zero: the lowest high bit set here
+        // is the first such byte's (a borrow reaches only bytes above it).
+        let zero = w.wrapping_sub(ONES) & !w & (ONES << 7);
+        if zero != 0 {
+            return i + (zero.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    memchr::memchr(b'\n', &text[i..]).map_or(text.len(), |k| i + k)
+}
+
+/// The bytes of a line [`line_end`] searches eight at a time before it
+/// calls `memchr`.
+const SHORT_LINE: usize = 256;
+
 impl Matcher {
     /// A matcher of a user's `patterns`: the search of them all is
     /// compiled now, to report what the regex crate cannot take when they
@@ -453,8 +480,7 @@ impl Matcher {
                 .all
                 .find(&mut caches.all, &Input::new(text).range(pos..))?;
             let start = memchr::memrchr(b'\n', &text[..m.start()]).map_or(0, |i| i + 1);
-            let end =
-                memchr::memchr(b'\n', &text[m.start()..]).map_or(text.len(), |i| m.start() + i);
+            let end = line_end(text, m.start());
             let first = self.ranks[m.pattern().as_usize()];
             return Some((start..end, self.raise(&text[start..end], first, caches)));
         };
@@ -470,7 +496,7 @@ impl Matcher {
             // as no literal holds a digit).
             let mut missed = None;
             if cur.in_a_run(pos) {
-                let end = memchr::memchr(b'\n', &text[pos..]).map_or(text.len(), |i| pos + i);
+                let end = line_end(text, pos);
                 match caches.memo.rank(&text[pos..end]) {
                     Some(j) => {
                         if let Some(rank) = j.rank {
@@ -504,7 +530,7 @@ impl Matcher {
                 continue;
             }
             let start = memchr::memrchr(b'\n', &text[pos..g]).map_or(pos, |i| pos + i + 1);
-            let end = memchr::memchr(b'\n', &text[g..]).map_or(text.len(), |i| g + i);
+            let end = line_end(text, g);
             // A line of a skeleton judged lately ranks as that line did.
             let remembered = if missed.is_some() {
                 // Looked up above: the same line.
@@ -814,6 +840,43 @@ mod tests {
                         .any(|b| !(b.is_ascii_digit() || (b'a'..=b'f').contains(b))),
                     "{literal}"
                 );
+            }
+        }
+    }
+
+    /// A line's end is the first `\n` from where it is searched, or the
+    /// text's end: for every place in texts whose lines are of every
+    /// length from none to past the bytes searched a word at a time, with
+    /// and without a last `\n`, and with a `\n` in each place of a word.
+    #[test]
+    fn a_line_ends_at_its_first_line_end() {
+        let naive = |text: &[u8], pos: usize| {
+            text[pos..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(text.len(), |i| pos + i)
+        };
+        let lens = [0, 1, 7, 8, 9, 15, 16, 17, 63, 255, 256, 257, 300, 700];
+        for (k, &first) in lens.iter().enumerate() {
+            for &second in &lens[k..] {
+                for last in [true, false] {
+                    // Bytes a word-wide test could take for `\n`: `\x0b`
+                    // and `\x09` beside it, and bytes with the high bit.
+                    let fill = |n: usize| (0..n).map(|i| b"\x0b\x09\x8a\xff x"[i % 6]);
+                    let mut text: Vec<u8> = fill(first).collect();
+                    text.push(b'\n');
+                    text.extend(fill(second));
+                    if last {
+                        text.push(b'\n');
+                    }
+                    for pos in 0..=text.len() {
+                        assert_eq!(
+                            super::line_end(&text, pos),
+                            naive(&text, pos),
+                            "{first} and {second} bytes, {last}, from {pos}"
+                        );
+                    }
+                }
             }
         }
     }
