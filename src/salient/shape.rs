@@ -440,7 +440,7 @@ fn mark(words: &[u8], from: usize) -> Option<usize> {
     let first = from / 8;
     let (mut digits, mut letters) = (0u64, 0u64);
     for (k, w) in words.chunks_exact(8).enumerate().skip(first) {
-        let w = u64::from_le_bytes(w.try_into().expect("a word"));
+        let w = le_word(w);
         let (d, l) = (zeros(w), hex_letters(w));
         // A byte's neighbour before it: the byte below, or the last byte
         // of the word before.
