@@ -29,8 +29,8 @@ pub(crate) trait Tokens {
     fn str_part(&mut self, raw: &[u8]);
     /// The current string ended; `end` is just past its closing quote.
     fn str_end(&mut self, end: Offset);
-    /// A whole string with no escape, found in one chunk: `str_begin`,
-    /// `str_part` and `str_end` in one call.
+    /// A whole string found in one chunk, its escapes as written in `raw`:
+    /// `str_begin`, `str_part` and `str_end` in one call.
     fn string(&mut self, key: bool, at: Offset, raw: &[u8], end: Offset) {
         self.str_begin(key, at);
         if !raw.is_empty() {
@@ -148,6 +148,9 @@ pub(crate) struct Scanner {
     /// One bit a level: set for an object.
     stack: Vec<u64>,
     depth: u64,
+    /// Whether the innermost open container is an object (its bit in
+    /// `stack`, read at every comma).
+    top_object: bool,
     /// Whether the current string is a key.
     key: bool,
     /// The offset of the next byte.
@@ -171,6 +174,7 @@ impl Scanner {
             state: State::Bom(0),
             stack: Vec::new(),
             depth: 0,
+            top_object: false,
             key: false,
             pos: 0,
             scalar: Vec::with_capacity(MAX_SCALAR),
@@ -186,10 +190,10 @@ impl Scanner {
         self.error
     }
 
+    /// Whether the innermost open container is an object.
     #[inline]
     fn top_is_object(&self) -> bool {
-        let d = self.depth - 1;
-        self.stack[(d / 64) as usize] >> (d % 64) & 1 == 1
+        self.top_object
     }
 
     #[inline]
@@ -205,6 +209,17 @@ impl Scanner {
             Kind::Array => self.stack[word] &= !bit,
         }
         self.depth += 1;
+        self.top_object = kind == Kind::Object;
+    }
+
+    /// The innermost open container ended.
+    #[inline]
+    fn pop(&mut self) {
+        self.depth -= 1;
+        self.top_object = match self.depth.checked_sub(1) {
+            Some(d) => self.stack[(d / 64) as usize] >> (d % 64) & 1 == 1,
+            None => false,
+        };
     }
 
     fn fail(&mut self, at: Offset) {
@@ -299,29 +314,28 @@ impl Scanner {
                     State::Failed => return,
                     State::Str => {
                         let rest = &chunk[i..];
-                        match find_special(rest) {
-                            Some(j) => {
-                                if rest[j] < 0x20 {
-                                    fail!(i + j);
+                        match content(rest) {
+                            Content::Closed(j) => {
+                                if j > 0 {
+                                    sink.str_part(&rest[..j]);
                                 }
-                                if rest[j] == b'"' {
-                                    if j > 0 {
-                                        sink.str_part(&rest[..j]);
-                                    }
-                                    i += j + 1;
-                                    sink.str_end(base + i as u64);
-                                    state = if self.key {
-                                        State::Colon
-                                    } else {
-                                        after_value!()
-                                    };
+                                i += j + 1;
+                                sink.str_end(base + i as u64);
+                                state = if self.key {
+                                    State::Colon
                                 } else {
-                                    sink.str_part(&rest[..=j]);
-                                    i += j + 1;
-                                    state = State::Escape;
-                                }
+                                    after_value!()
+                                };
                             }
-                            None => {
+                            Content::Control(j) => fail!(i + j),
+                            Content::Escape(j) => {
+                                // An escape this chunk does not hold whole
+                                // (or a wrong one): a byte at a time.
+                                sink.str_part(&rest[..=j]);
+                                i += j + 1;
+                                state = State::Escape;
+                            }
+                            Content::Open => {
                                 sink.str_part(rest);
                                 i = n;
                             }
@@ -422,114 +436,128 @@ impl Scanner {
             match state {
                 State::Value | State::ValueOrEnd => {
                     if b == b']' && state == State::ValueOrEnd {
-                        self.depth -= 1;
+                        self.pop();
                         sink.end(at + 1);
                         state = after_value!();
                         i += 1;
                         continue;
                     }
-                    match b {
-                        b'{' => {
-                            self.push(Kind::Object);
-                            sink.begin(Kind::Object, at);
-                            i += 1;
-                            // Its first key, when it follows at once.
-                            state = if i < n && chunk[i] == b'"' {
-                                key!()
-                            } else {
-                                State::KeyOrEnd
-                            };
-                        }
-                        b'[' => {
-                            self.push(Kind::Array);
-                            sink.begin(Kind::Array, at);
-                            state = State::ValueOrEnd;
-                            i += 1;
-                        }
-                        b'"' => {
-                            self.key = false;
-                            match whole_string(&chunk[i + 1..]) {
-                                Some(Ok(j)) => {
-                                    let end = i + j + 2;
-                                    sink.string(
-                                        false,
-                                        at,
-                                        &chunk[i + 1..i + 1 + j],
-                                        base + end as u64,
-                                    );
-                                    i = end;
-                                    state = next!();
-                                }
-                                Some(Err(k)) => fail!(i + 1 + k),
-                                None => {
-                                    sink.str_begin(false, at);
-                                    state = State::Str;
-                                    i += 1;
-                                }
+                    // A value, and the values that follow it at once: a
+                    // member's after its key, an array's after its comma.
+                    // Read here one after another, not a turn each.
+                    let (mut b, mut at) = (b, at);
+                    loop {
+                        match b {
+                            b'{' => {
+                                self.push(Kind::Object);
+                                sink.begin(Kind::Object, at);
+                                i += 1;
+                                // Its first key, when it follows at once.
+                                state = if i < n && chunk[i] == b'"' {
+                                    key!()
+                                } else {
+                                    State::KeyOrEnd
+                                };
                             }
-                        }
-                        b'-' | b'0'..=b'9' => {
-                            self.scalar.clear();
-                            self.scalar_long = false;
-                            self.scalar_at = at;
-                            // A whole number inside the chunk: no state.
-                            let num = match b {
-                                b'-' => Num::Minus,
-                                b'0' => Num::Zero,
-                                _ => Num::Int,
-                            };
-                            let start = i;
-                            i += 1;
-                            if num == Num::Int {
-                                while i < n && chunk[i].is_ascii_digit() {
-                                    i += 1;
-                                }
-                            }
-                            let (num, took) = num.run(&chunk[i..]);
-                            i += took;
-                            if i == n {
-                                self.take_scalar(&chunk[start..i]);
-                                state = State::Num(num);
-                                break;
-                            }
-                            if !num.complete() {
-                                fail!(i);
-                            }
-                            let raw = &chunk[start..i];
-                            sink.scalar(
-                                (raw.len() <= MAX_SCALAR).then_some(raw),
-                                at,
-                                base + i as u64,
-                            );
-                            state = next!();
-                        }
-                        b't' | b'f' | b'n' => {
-                            self.scalar_at = at;
-                            let word: &'static [u8] = match b {
-                                b't' => b"true",
-                                b'f' => b"false",
-                                _ => b"null",
-                            };
-                            let rest = &chunk[i..];
-                            if rest.len() >= word.len() {
-                                if &rest[..word.len()] != word {
-                                    let k = rest.iter().zip(word).position(|(a, b)| a != b);
-                                    fail!(i + k.unwrap_or(0));
-                                }
-                                i += word.len();
-                                sink.scalar(Some(word), at, base + i as u64);
-                                state = next!();
-                            } else {
-                                state = State::Lit(word, 1);
+                            b'[' => {
+                                self.push(Kind::Array);
+                                sink.begin(Kind::Array, at);
+                                state = State::ValueOrEnd;
                                 i += 1;
                             }
+                            b'"' => {
+                                self.key = false;
+                                match whole_string(&chunk[i + 1..]) {
+                                    Some(Ok(j)) => {
+                                        let end = i + j + 2;
+                                        sink.string(
+                                            false,
+                                            at,
+                                            &chunk[i + 1..i + 1 + j],
+                                            base + end as u64,
+                                        );
+                                        i = end;
+                                        state = next!();
+                                    }
+                                    Some(Err(k)) => fail!(i + 1 + k),
+                                    None => {
+                                        sink.str_begin(false, at);
+                                        state = State::Str;
+                                        i += 1;
+                                    }
+                                }
+                            }
+                            b'-' | b'0'..=b'9' => {
+                                self.scalar.clear();
+                                self.scalar_long = false;
+                                self.scalar_at = at;
+                                // A whole number inside the chunk: no state.
+                                let num = match b {
+                                    b'-' => Num::Minus,
+                                    b'0' => Num::Zero,
+                                    _ => Num::Int,
+                                };
+                                let start = i;
+                                i += 1;
+                                if num == Num::Int {
+                                    while i < n && chunk[i].is_ascii_digit() {
+                                        i += 1;
+                                    }
+                                }
+                                let (num, took) = num.run(&chunk[i..]);
+                                i += took;
+                                if i == n {
+                                    self.take_scalar(&chunk[start..i]);
+                                    state = State::Num(num);
+                                    break;
+                                }
+                                if !num.complete() {
+                                    fail!(i);
+                                }
+                                let raw = &chunk[start..i];
+                                sink.scalar(
+                                    (raw.len() <= MAX_SCALAR).then_some(raw),
+                                    at,
+                                    base + i as u64,
+                                );
+                                state = next!();
+                            }
+                            b't' | b'f' | b'n' => {
+                                self.scalar_at = at;
+                                let word: &'static [u8] = match b {
+                                    b't' => b"true",
+                                    b'f' => b"false",
+                                    _ => b"null",
+                                };
+                                let rest = &chunk[i..];
+                                if rest.len() >= word.len() {
+                                    if &rest[..word.len()] != word {
+                                        let k = rest.iter().zip(word).position(|(a, b)| a != b);
+                                        fail!(i + k.unwrap_or(0));
+                                    }
+                                    i += word.len();
+                                    sink.scalar(Some(word), at, base + i as u64);
+                                    state = next!();
+                                } else {
+                                    state = State::Lit(word, 1);
+                                    i += 1;
+                                }
+                            }
+                            _ => fail!(i),
                         }
-                        _ => fail!(i),
+                        if !matches!(state, State::Value) || i == n {
+                            break;
+                        }
+                        b = chunk[i];
+                        if !matches!(b, b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n') {
+                            break;
+                        }
+                        at = base + i as u64;
                     }
                 }
                 State::KeyOrEnd | State::Key => {
                     if b == b'}' && state == State::KeyOrEnd {
-                        self.depth -= 1;
+                        self.pop();
                         sink.end(at + 1);
                         state = after_value!();
                         i += 1;
@@ -566,10 +594,23 @@ impl Scanner {
                         }
                         (b',', false) => state = State::Value,
                         (b'}', true) | (b']', false) => {
-                            self.depth -= 1;
-                            sink.end(at + 1);
-                            i += 1;
-                            state = next!();
+                            // This container's end, and the ends that
+                            // follow it at once, one after another.
+                            let mut at = at;
+                            loop {
+                                self.pop();
+                                sink.end(at + 1);
+                                i += 1;
+                                state = next!();
+                                if !matches!(state, State::After) || i == n || self.depth == 0 {
+                                    break;
+                                }
+                                let closer = if self.top_is_object() { b'}' } else { b']' };
+                                if chunk[i] != closer {
+                                    break;
+                                }
+                                at = base + i as u64;
+                            }
                             continue;
                         }
                         _ => fail!(i),
@@ -681,16 +722,82 @@ fn special_in_word(word: u64) -> Option<usize> {
     (hits != 0).then(|| (hits.trailing_zeros() / 8) as usize)
 }
 
-/// A string's content that ends in this chunk with no escape: `Ok(len)`
-/// (the closing quote at `len`), `Err(at)` for a control byte, `None` when it
-/// has an escape or runs past the chunk (the byte-wise path takes it).
+/// A string's content that ends in this chunk: `Ok(len)` (the closing quote
+/// at `len`, every escape before it read), `Err(at)` for a control byte,
+/// `None` when it runs past the chunk or holds an escape the chunk does not
+/// hold whole, or a wrong one (the byte-wise path takes it).
 #[inline(always)]
 fn whole_string(s: &[u8]) -> Option<Result<usize, usize>> {
-    let j = find_special(s)?;
+    match content(s) {
+        Content::Closed(j) => Some(Ok(j)),
+        Content::Control(j) => Some(Err(j)),
+        Content::Escape(_) | Content::Open => None,
+    }
+}
+
+/// How a string's content goes on in `s` (from just past its opening quote,
+/// or where its last part ended).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Content {
+    /// Its closing quote is at this offset.
+    Closed(usize),
+    /// A control byte is at this offset: not JSON.
+    Control(usize),
+    /// A backslash at this offset starts an escape that `s` does not hold
+    /// whole, or one that is wrong.
+    Escape(usize),
+    /// It runs past `s`, every escape in `s` whole and right.
+    Open,
+}
+
+/// Reads a string's content through its escapes: each one `s` holds whole
+/// and right is passed over where it is (a string with a line end every
+/// few bytes, as a program's output quoted in JSON, costs a search per
+/// line, not a state per byte).
+#[inline(always)]
+fn content(s: &[u8]) -> Content {
+    let Some(j) = find_special(s) else {
+        return Content::Open;
+    };
     match s[j] {
-        b'"' => Some(Ok(j)),
-        b'\\' => None,
-        _ => Some(Err(j)),
+        b'"' => Content::Closed(j),
+        b'\\' => past_escapes(s, j),
+        _ => Content::Control(j),
+    }
+}
+
+/// [`content`] from a backslash at `j` on; out of line, so that the common
+/// string, which has none, is read by the few instructions above.
+#[inline(never)]
+fn past_escapes(s: &[u8], mut j: usize) -> Content {
+    loop {
+        match escape_len(&s[j..]) {
+            Some(len) => j += len,
+            None => return Content::Escape(j),
+        }
+        let Some(k) = find_special(&s[j..]) else {
+            return Content::Open;
+        };
+        j += k;
+        match s[j] {
+            b'"' => return Content::Closed(j),
+            b'\\' => {}
+            _ => return Content::Control(j),
+        }
+    }
+}
+
+/// The length of the escape that starts `s` (at its backslash): 2, or 6 for
+/// `\uXXXX`; `None` when `s` does not hold it whole, or it is wrong.
+#[inline(always)]
+fn escape_len(s: &[u8]) -> Option<usize> {
+    match s.get(1)? {
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(2),
+        b'u' => s
+            .get(2..6)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
+            .map(|_| 6),
+        _ => None,
     }
 }
 
@@ -903,6 +1010,57 @@ mod tests {
                     String::from_utf8_lossy(input)
                 );
             }
+        }
+    }
+
+    /// [`content`] by a byte at a time: the oracle for the search that
+    /// passes over escapes.
+    fn content_a_byte_at_a_time(s: &[u8]) -> Content {
+        let mut j = 0;
+        while j < s.len() {
+            match s[j] {
+                b'"' => return Content::Closed(j),
+                b'\\' => {
+                    let len = match s.get(j + 1) {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => 2,
+                        Some(b'u')
+                            if s.len() >= j + 6
+                                && s[j + 2..j + 6].iter().all(|h| h.is_ascii_hexdigit()) =>
+                        {
+                            6
+                        }
+                        _ => return Content::Escape(j),
+                    };
+                    j += len;
+                }
+                b if b < 0x20 => return Content::Control(j),
+                _ => j += 1,
+            }
+        }
+        Content::Open
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// A string's content is read through its escapes as a byte loop
+        /// reads it, cut anywhere (an escape split by a chunk's end, a
+        /// wrong one, a control byte, its closing quote, none).
+        #[test]
+        fn a_string_is_read_through_its_escapes_as_a_byte_at_a_time(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    &b"a"[..], b"plain text ", b"\\n", b"\\\"", b"\\\\", b"\\/",
+                    b"\\u00e9", b"\\uD83D", b"\\u12g4", b"\\ug234", b"\\x", b"\\", b"\x01",
+                    b"\"", "\u{e9}".as_bytes(), b"0123456789abcdef0123456789abcdef",
+                ]),
+                0..24,
+            ),
+            cut in 0usize..400,
+        ) {
+            let s = parts.concat();
+            let s = &s[..cut.min(s.len())];
+            prop_assert_eq!(content(s), content_a_byte_at_a_time(s), "{:?}", String::from_utf8_lossy(s));
         }
     }
 
