@@ -70,19 +70,23 @@ impl Tokens for Gated<'_> {
             }
         }
         if self.builder.tail_side_next() {
-            // Skimmed without a frame until it grows.
-            *self.gate = Gate {
-                level: 1,
-                start: at,
-                count: 0,
-                limit: (self.builder.keep.window / 2) as u64,
-                object: kind == Kind::Object,
-                name: self
-                    .builder
-                    .stack
-                    .last()
-                    .and_then(|f| tail_name(&self.builder.window, f)),
-            };
+            // Skimmed without a frame until it grows. Set a field at a
+            // time: a whole new `Gate` was built on the stack a byte at a
+            // time and read back sixteen at a time, which stalled.
+            let g = &mut *self.gate;
+            g.level = 1;
+            g.start = at;
+            g.count = 0;
+            g.limit = (self.builder.keep.window / 2) as u64;
+            g.object = kind == Kind::Object;
+            // Taken when the last quiet container ended or woke.
+            debug_assert!(g.name.is_none());
+            // A member's name (an array's child has none).
+            if let Some(f) = self.builder.stack.last() {
+                if f.is_object() {
+                    g.name = tail_name(&self.builder.window, f);
+                }
+            }
             return;
         }
         self.builder.begin(kind, at);
