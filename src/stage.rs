@@ -155,7 +155,7 @@ impl Spiller {
             // of what `Format::Auto` sees) is told so here, and staged here,
             // as everything is without a thread.
             let mut sketch = (policy.format() != Format::Text)
-                .then(|| JsonStage::new(policy.max_inline_bytes()));
+                .then(|| JsonStage::whole(policy.max_inline_bytes(), input));
             let probe = input.len().min(JSON_PROBE);
             if let Some(j) = sketch.as_mut() {
                 j.feed(&input[..probe]);
@@ -168,7 +168,7 @@ impl Spiller {
                 stage.feed(input);
                 stage
             };
-            let sketched = move |mut j: JsonStage| {
+            let sketched = move |mut j: JsonStage<_>| {
                 j.feed(&input[probe..]);
                 j.finish()
             };

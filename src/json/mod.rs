@@ -16,9 +16,10 @@ pub(crate) mod sketch;
 
 pub use pointer::{JsonPointer, PointerError};
 
+use crate::ring::ByteRing;
 pub(crate) use fit::{push_escaped, Hint};
 use scan::{NotJson, Scanner};
-use sketch::{Builder, Gate, Gated, Keep};
+use sketch::{Borrowed, Builder, Gate, Gated, Keep, Window};
 
 /// How the stage reads its input when building a preview.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -74,10 +75,11 @@ pub(crate) const SKETCH_FLOOR: usize = 512 << 10;
 /// Keys longer than this (raw bytes) send the document to the text preview.
 pub(crate) const MAX_KEY: usize = 4096;
 
-/// The JSON side of a stage: the tokenizer and the sketch.
-pub(crate) struct JsonStage {
+/// The JSON side of a stage: the tokenizer and the sketch, whose window
+/// is `W` (a ring the stream is copied into, or a whole input in memory).
+pub(crate) struct JsonStage<W = ByteRing> {
     scanner: Scanner,
-    builder: Builder,
+    builder: Builder<W>,
     gate: Gate,
 }
 
@@ -93,18 +95,44 @@ impl crate::offload::Feed for JsonStage {
     }
 }
 
+/// How much of a document the sketch keeps, for a preview of at most
+/// `budget` bytes.
+fn keep(budget: usize) -> Keep {
+    Keep {
+        head_cost: 2 * budget + SKETCH_FLOOR,
+        window: 2 * budget + SKETCH_FLOOR,
+        str_keep: budget,
+        max_key: MAX_KEY.min(budget),
+        keep_depth: KEEP_DEPTH,
+    }
+}
+
 impl JsonStage {
-    /// A stage for a preview of at most `budget` bytes.
+    /// A stage for a preview of at most `budget` bytes of a stream.
     pub(crate) fn new(budget: usize) -> Self {
+        JsonStage::with_builder(Builder::new(keep(budget)))
+    }
+}
+
+impl<'a> JsonStage<Borrowed<'a>> {
+    /// A stage for a preview of at most `budget` bytes of `input`, which is
+    /// in memory: it is fed `input` from its start, in parts, and reads a
+    /// value again where it is instead of from a copy. The same sketch as
+    /// [`JsonStage::new`] makes of the same bytes.
+    pub(crate) fn whole(budget: usize, input: &'a [u8]) -> Self {
+        let keep = keep(budget);
+        JsonStage::with_builder(Builder::with_window(
+            keep,
+            Borrowed::new(input, keep.window),
+        ))
+    }
+}
+
+impl<W: Window> JsonStage<W> {
+    fn with_builder(builder: Builder<W>) -> Self {
         JsonStage {
             scanner: Scanner::new(),
-            builder: Builder::new(Keep {
-                head_cost: 2 * budget + SKETCH_FLOOR,
-                window: 2 * budget + SKETCH_FLOOR,
-                str_keep: budget,
-                max_key: MAX_KEY.min(budget),
-                keep_depth: KEEP_DEPTH,
-            }),
+            builder,
             gate: Gate::default(),
         }
     }
@@ -130,7 +158,6 @@ impl JsonStage {
         }
     }
 
-    /// Ends the input and fits the preview, or says why there is none.
     /// Ends the document: its sketch, or why there is no JSON preview.
     pub(crate) fn finish(mut self) -> Result<JsonSketch, String> {
         if self.builder.key_too_long {
@@ -218,6 +245,79 @@ impl<'a> PointerSearch<'a> {
         match self.find.found {
             Some(range) => Ok(range),
             None => Err(SearchError::Missing(self.find.deepest)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a stage makes of `doc`: its sketch (as its debug form) or why
+    /// there is none.
+    fn sketched<W: Window>(mut stage: JsonStage<W>, parts: &[&[u8]]) -> String {
+        for p in parts {
+            stage.feed(p);
+        }
+        match stage.finish() {
+            Ok(s) => format!("{:?}", s.root),
+            Err(e) => e,
+        }
+    }
+
+    /// A whole input read where it is gets the sketch its stream gets,
+    /// whatever the document holds past the window: values larger than
+    /// it, long strings (escaped too) whose head is kept in time, members
+    /// whose names only the window held, small records by the thousand,
+    /// and an error far in.
+    #[test]
+    fn a_whole_input_is_sketched_as_its_stream_is() {
+        let budget = 1000;
+        let window = keep(budget).window;
+        let records: String = (0..40_000)
+            .map(|i| format!("{{\"id\":{i},\"name\":\"n{i}\",\"tags\":[\"a\",{i}]}}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let long = "x".repeat(window + 5000);
+        let escaped = "line\\n".repeat(window / 3);
+        let big_array = (0..window / 3)
+            .map(|i| (i % 10).to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        // Children of 1,500 bytes: fewer of them fill the window than a
+        // preview may show, so the window's edge decides which are kept.
+        let wide: String = (0..2_000)
+            .map(|i| format!("{{\"i\":{i},\"s\":\"{}\"}}", "w".repeat(1500 + i % 7)))
+            .collect::<Vec<_>>()
+            .join(",");
+        let named: String = (0..2_000)
+            .map(|i| format!("\"m{i}\":[\"{}\"]", "v".repeat(1500 + i % 5)))
+            .collect::<Vec<_>>()
+            .join(",");
+        let docs: Vec<String> = vec![
+            format!("{{\"items\":[{records}],\"n\":1}}"),
+            format!("{{\"wide\":[{wide}],\"named\":{{{named}}}}}"),
+            format!("[{records},\"{long}\",[{big_array}],{{\"k\":\"{escaped}\"}}]"),
+            format!("{{\"a\":[{records}],\"big\":[{big_array}],\"s\":\"{long}\",\"e\":\"{escaped}\",\"z\":{{\"deep\":[[[{big_array}]]]}}}}"),
+            format!("[{records},{{\"bad\":tru}}]"),
+        ];
+        for doc in &docs {
+            let doc = doc.as_bytes();
+            // The parts `Spiller::apply` feeds, and others: the window
+            // moves a part at a time, so each is compared with a stream
+            // of the same parts.
+            for probe in [0, 1, 64 << 10, doc.len() / 2] {
+                let parts = [&doc[..probe], &doc[probe..]];
+                let whole = sketched(JsonStage::whole(budget, doc), &parts);
+                let json = !doc.ends_with(b"tru}]");
+                assert_eq!(whole.starts_with("Child"), json, "{whole:.200}");
+                assert_eq!(
+                    whole,
+                    sketched(JsonStage::new(budget), &parts),
+                    "probe {probe} of {} bytes",
+                    doc.len()
+                );
+            }
         }
     }
 }

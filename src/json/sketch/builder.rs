@@ -6,12 +6,13 @@ use std::collections::VecDeque;
 
 use super::super::scan::{Kind, Offset, Scanner, Tokens};
 use super::tree::{compact_len, Bytes, Child, Container, Gap, Node, Str, KEY_SET_CAP};
+use super::window::Window;
 use super::{Keep, NODE_COST};
 use crate::ring::ByteRing;
 
 /// The pending member name of an object frame on the tail side, from the
 /// window.
-pub(super) fn tail_name(window: &ByteRing, f: &Frame) -> Option<Bytes> {
+pub(super) fn tail_name(window: &impl Window, f: &Frame) -> Option<Bytes> {
     if f.container.kind != Kind::Object || f.key_end <= f.key_from + 1 {
         return None;
     }
@@ -190,14 +191,15 @@ struct TailStr {
     name: Option<Bytes>,
 }
 
-/// Builds the sketch from the tokenizer's events.
-pub(crate) struct Builder {
+/// Builds the sketch from the tokenizer's events, parsing tail-side values
+/// again from its window `W`.
+pub(crate) struct Builder<W = ByteRing> {
     pub(super) keep: Keep,
     /// Added to every offset the tokenizer reports (for a reparse).
     base: u64,
     /// The last bytes of the stream; the caller pushes each chunk before
     /// it scans it.
-    pub(crate) window: ByteRing,
+    pub(crate) window: W,
     pub(super) stack: Vec<Frame>,
     /// Levels of nesting past the keep depth, and the child count of the
     /// outermost of them.
@@ -224,11 +226,20 @@ pub(crate) struct Builder {
 }
 
 impl Builder {
+    /// A builder whose window is a ring of `keep.window` bytes.
     pub(crate) fn new(keep: Keep) -> Self {
+        Builder::with_window(keep, ByteRing::new(keep.window))
+    }
+}
+
+impl<W: Window> Builder<W> {
+    /// A builder reading tail-side values again from `window`, which holds
+    /// `keep.window` bytes.
+    pub(crate) fn with_window(keep: Keep, window: W) -> Self {
         Builder {
             keep,
             base: 0,
-            window: ByteRing::new(keep.window),
+            window,
             stack: Vec::new(),
             opaque: 0,
             opaque_count: 0,
@@ -665,7 +676,7 @@ impl Builder {
 // module of their own may land in another codegen unit, so the builder's
 // handlers are offered for inlining there (without it the dense-JSON
 // preview measured 5% slower once the sketch was split into files).
-impl Tokens for Builder {
+impl<W: Window> Tokens for Builder<W> {
     #[inline]
     fn begin(&mut self, kind: Kind, at: Offset) {
         let at = at + self.base;

@@ -4,6 +4,7 @@
 use super::super::scan::{Kind, Offset, Tokens};
 use super::builder::{tail_name, Builder};
 use super::tree::Bytes;
+use super::window::Window;
 
 /// Holds back the events inside a tail-side container while it is small
 /// (the builder has no use for them), and lets them through once it grows.
@@ -20,12 +21,12 @@ pub(crate) struct Gate {
 }
 
 /// A [`Builder`] behind its [`Gate`].
-pub(crate) struct Gated<'a> {
+pub(crate) struct Gated<'a, W> {
     pub(crate) gate: &'a mut Gate,
-    pub(crate) builder: &'a mut Builder,
+    pub(crate) builder: &'a mut Builder<W>,
 }
 
-impl Gated<'_> {
+impl<W: Window> Gated<'_, W> {
     /// A direct child of the quiet container starts at `at`: wake when the
     /// container has grown past its limit. Returns whether still quiet.
     #[inline(always)]
@@ -59,7 +60,7 @@ impl Gated<'_> {
     }
 }
 
-impl Tokens for Gated<'_> {
+impl<W: Window> Tokens for Gated<'_, W> {
     #[inline(always)]
     fn begin(&mut self, kind: Kind, at: Offset) {
         if self.gate.level > 0 {

@@ -31,10 +31,12 @@
 mod builder;
 mod gate;
 mod tree;
+mod window;
 
 pub(crate) use builder::Builder;
 pub(crate) use gate::{Gate, Gated};
 pub(crate) use tree::{Child, Container, Node, Str};
+pub(crate) use window::{Borrowed, Window};
 
 /// The cost charged for each kept node on top of its bytes.
 pub(crate) const NODE_COST: usize = 48;
