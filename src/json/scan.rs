@@ -247,7 +247,6 @@ impl Scanner {
         // which is past its colon already when the colon follows at once.
         macro_rules! key {
             () => {{
-                self.key = true;
                 let at = base + i as u64;
                 match whole_string(&chunk[i + 1..]) {
                     Some(Ok(j)) => {
@@ -263,6 +262,8 @@ impl Scanner {
                     }
                     Some(Err(k)) => fail!(i + 1 + k),
                     None => {
+                        // The string's state, kept past this chunk.
+                        self.key = true;
                         sink.str_begin(true, at);
                         i += 1;
                         State::Str
@@ -465,32 +466,27 @@ impl Scanner {
                                 state = State::ValueOrEnd;
                                 i += 1;
                             }
-                            b'"' => {
-                                self.key = false;
-                                match whole_string(&chunk[i + 1..]) {
-                                    Some(Ok(j)) => {
-                                        let end = i + j + 2;
-                                        sink.string(
-                                            false,
-                                            at,
-                                            &chunk[i + 1..i + 1 + j],
-                                            base + end as u64,
-                                        );
-                                        i = end;
-                                        state = next!();
-                                    }
-                                    Some(Err(k)) => fail!(i + 1 + k),
-                                    None => {
-                                        sink.str_begin(false, at);
-                                        state = State::Str;
-                                        i += 1;
-                                    }
+                            b'"' => match whole_string(&chunk[i + 1..]) {
+                                Some(Ok(j)) => {
+                                    let end = i + j + 2;
+                                    sink.string(
+                                        false,
+                                        at,
+                                        &chunk[i + 1..i + 1 + j],
+                                        base + end as u64,
+                                    );
+                                    i = end;
+                                    state = next!();
                                 }
-                            }
+                                Some(Err(k)) => fail!(i + 1 + k),
+                                None => {
+                                    self.key = false;
+                                    sink.str_begin(false, at);
+                                    state = State::Str;
+                                    i += 1;
+                                }
+                            },
                             b'-' | b'0'..=b'9' => {
-                                self.scalar.clear();
-                                self.scalar_long = false;
-                                self.scalar_at = at;
                                 // A whole number inside the chunk: no state.
                                 let num = match b {
                                     b'-' => Num::Minus,
@@ -507,6 +503,10 @@ impl Scanner {
                                 let (num, took) = num.run(&chunk[i..]);
                                 i += took;
                                 if i == n {
+                                    // It goes on past this chunk.
+                                    self.scalar.clear();
+                                    self.scalar_long = false;
+                                    self.scalar_at = at;
                                     self.take_scalar(&chunk[start..i]);
                                     state = State::Num(num);
                                     break;
@@ -523,7 +523,6 @@ impl Scanner {
                                 state = next!();
                             }
                             b't' | b'f' | b'n' => {
-                                self.scalar_at = at;
                                 let word: &'static [u8] = match b {
                                     b't' => b"true",
                                     b'f' => b"false",
@@ -539,6 +538,7 @@ impl Scanner {
                                     sink.scalar(Some(word), at, base + i as u64);
                                     state = next!();
                                 } else {
+                                    self.scalar_at = at;
                                     state = State::Lit(word, 1);
                                     i += 1;
                                 }
