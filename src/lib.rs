@@ -76,6 +76,7 @@ mod sys;
 mod threads;
 mod tokens;
 mod units;
+mod word;
 
 pub use policy::{
     Compression, CompressionKind, NoticeConfig, OnStoreError, Policy, PolicyBuilder, PolicyConfig,

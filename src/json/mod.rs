@@ -118,7 +118,8 @@ impl<'a> JsonStage<Borrowed<'a>> {
     /// A stage for a preview of at most `budget` bytes of `input`, which is
     /// in memory: it is fed `input` from its start, in parts, and reads a
     /// value again where it is instead of from a copy. The same sketch as
-    /// [`JsonStage::new`] makes of the same bytes.
+    /// [`JsonStage::new`] makes of the same bytes fed in the same parts
+    /// (the window moves a part at a time).
     pub(crate) fn whole(budget: usize, input: &'a [u8]) -> Self {
         let keep = keep(budget);
         JsonStage::with_builder(Builder::with_window(

@@ -7,6 +7,8 @@
 //! content (escapes as written) comes in parts, so a string of any length
 //! costs nothing to scan. Nesting of any depth costs one bit a level.
 
+use crate::word;
+
 /// Where a token sits: the raw offset of its first byte.
 pub(crate) type Offset = u64;
 
@@ -672,8 +674,7 @@ fn find_special(s: &[u8]) -> Option<usize> {
     let head = s.len().min(32);
     let mut i = 0;
     while i + 8 <= head {
-        let word = u64::from_le_bytes(s[i..i + 8].try_into().expect("eight bytes"));
-        if let Some(k) = special_in_word(word) {
+        if let Some(k) = special_in_word(word::le_word(&s[i..i + 8])) {
             return Some(i + k);
         }
         i += 8;
@@ -705,21 +706,12 @@ fn is_special(b: u8) -> bool {
 /// The index of the first special byte ([`is_special`]) among the eight of
 /// `word` (read little-endian: byte 0 is the first), if any.
 ///
-/// Each test sets a byte's high bit: `x - 0x20` borrows into the high bit of
-/// a byte below 0x20 (`& !x` keeps only bytes that had it clear), and a byte
-/// equal to `c` is a zero byte of `word ^ c`. A borrow can also set the bit
-/// of a byte above a flagged one, never of one below it, so the lowest bit
-/// set is always a true match, and only the lowest is read.
+/// Each test marks a byte's high bit, and only the lowest mark of each is
+/// sure ([`word::below`]): the lowest of the three is the first special
+/// byte.
 #[inline(always)]
-fn special_in_word(word: u64) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x & HIGH;
-    let control = below(word, 0x20);
-    let quote = below(word ^ (ONES * u64::from(b'"')), 1);
-    let backslash = below(word ^ (ONES * u64::from(b'\\')), 1);
-    let hits = control | quote | backslash;
-    (hits != 0).then(|| (hits.trailing_zeros() / 8) as usize)
+fn special_in_word(w: u64) -> Option<usize> {
+    word::first(word::below(w, 0x20) | word::equal(w, b'"') | word::equal(w, b'\\'))
 }
 
 /// A string's content that ends in this chunk: `Ok(len)` (the closing quote

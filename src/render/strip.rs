@@ -12,6 +12,7 @@
 #[cfg(target_arch = "x86_64")]
 use super::vector;
 use crate::preview::{csi_end, escape_len, MAX_ESCAPE};
+use crate::word;
 
 /// `src` without its escape sequences (as the preview's cut rules read
 /// them), so that a colour code does not glue itself to a word the
@@ -106,14 +107,7 @@ fn strip_with(src: &[u8], out: &mut Vec<u8>, blocks: Blocks) {
 /// Where the first ESC of the eight bytes of `w` is, if they hold one.
 #[inline]
 fn esc_at(w: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let mut b = [0u8; 8];
-    b.copy_from_slice(w);
-    // A byte of `x` is zero where `w` has an ESC; the lowest such byte
-    // sets its high bit here (others may too, past it).
-    let x = u64::from_le_bytes(b) ^ (ONES * 0x1B);
-    let found = x.wrapping_sub(ONES) & !x & (ONES << 7);
-    (found != 0).then(|| found.trailing_zeros() as usize / 8)
+    word::first(word::equal(word::le_word(w), 0x1B))
 }
 
 /// [`strip`] as first written, one vectorized search an escape: the oracle

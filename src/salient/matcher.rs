@@ -10,6 +10,7 @@ use regex_automata::{HalfMatch, Input, Match};
 
 use super::shape::{Judged, LEVEL_KEYS, LEVEL_PATTERN};
 use super::{one_line, SalientPattern, SalientRank};
+use crate::word;
 
 /// Literals one of which every line the built-in patterns match holds
 /// (`the_gate_passes_every_line_the_built_in_patterns_match` checks it):
@@ -330,16 +331,10 @@ impl Cursor {
 /// lines, each searched from its start).
 #[inline]
 fn line_end(text: &[u8], pos: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
     let mut i = pos;
     while i + 8 <= text.len() && i - pos < SHORT_LINE {
-        let w =
-            u64::from_le_bytes(text[i..i + 8].try_into().expect("a word")) ^ (ONES * b'\n' as u64);
-        // A byte that was `\n` is now zero: the lowest high bit set here
-        // is the first such byte's (a borrow reaches only bytes above it).
-        let zero = w.wrapping_sub(ONES) & !w & (ONES << 7);
-        if zero != 0 {
-            return i + (zero.trailing_zeros() / 8) as usize;
+        if let Some(k) = word::first(word::equal(word::le_word(&text[i..i + 8]), b'\n')) {
+            return i + k;
         }
         i += 8;
     }

@@ -19,6 +19,8 @@
 //! one to three capitals and digits), which name different errors. Runs of
 //! whitespace are one space; whitespace at either end does not count.
 
+use crate::word::le_word;
+
 /// The shape key of `line` (escape sequences already removed) as a line
 /// of `rank`: lines of different ranks are never one shape.
 pub(crate) fn ranked(line: &[u8], rank: crate::salient::SalientRank) -> u64 {
@@ -486,12 +488,6 @@ impl PartialEq for Skeleton {
                 .zip(other.bytes[..n].chunks_exact(8))
                 .all(|(a, b)| le_word(a) == le_word(b))
     }
-}
-
-/// Eight bytes as one number, the first the lowest.
-#[inline(always)]
-fn le_word(bytes: &[u8]) -> u64 {
-    u64::from_le_bytes(bytes.try_into().expect("a word"))
 }
 
 /// A word of eight bytes with each digit made `0`: a digit is a byte

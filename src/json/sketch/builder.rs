@@ -52,7 +52,7 @@ fn name_hash(name: &[u8]) -> u64 {
     let mut h = name.len() as u64;
     let mut words = name.chunks_exact(8);
     for w in &mut words {
-        h = step(h, u64::from_le_bytes(w.try_into().expect("eight bytes")));
+        h = step(h, crate::word::le_word(w));
     }
     let rest = words.remainder();
     if !rest.is_empty() {

@@ -3,8 +3,8 @@
 //!
 //! A stream's window is a ring its bytes are copied into
 //! ([`ByteRing`](crate::ring::ByteRing)). A whole input in memory is its own
-//! window ([`Borrowed`]): nothing is copied, and the same bytes are held,
-//! so the sketch is the same.
+//! window ([`Borrowed`]): nothing is copied, and after each part pushed the
+//! same bytes are held, so the sketch of the same parts is the same.
 
 use crate::ring::ByteRing;
 
