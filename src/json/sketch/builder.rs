@@ -13,7 +13,7 @@ use crate::ring::ByteRing;
 /// The pending member name of an object frame on the tail side, from the
 /// window.
 pub(super) fn tail_name(window: &impl Window, f: &Frame) -> Option<Bytes> {
-    if f.container.kind != Kind::Object || f.key_end <= f.key_from + 1 {
+    if !f.is_object() || f.key_end <= f.key_from + 1 {
         return None;
     }
     window.copy(f.key_from + 1, f.key_end - 1).map(Bytes::from)
@@ -370,7 +370,7 @@ impl<W: Window> Builder<W> {
         let Some(f) = self.stack.last_mut() else {
             return;
         };
-        if f.container.kind != Kind::Object {
+        if !f.is_object() {
             return;
         }
         // A name without an escape is its own unescaped form (no copy).
@@ -483,7 +483,7 @@ impl<W: Window> Builder<W> {
     /// Ends a container: sketches its tail-side children from the window.
     fn close(&mut self, mut f: Frame, end: Offset) -> Child {
         let depth = self.stack.len() + 1;
-        let member = f.container.kind == Kind::Object;
+        let member = f.is_object();
         let mut cost = f.cost;
         let mut entries = std::mem::take(&mut f.entries);
         // What the window lost, and everything before it, is the gap: it
