@@ -321,4 +321,73 @@ mod tests {
             }
         }
     }
+
+    /// A small tail-side container read whole at once (the skim) leaves
+    /// the sketch a token-by-token reading leaves, or the same error:
+    /// records compact and pretty, with escapes, nested, empty, deeper
+    /// than the skim reads, larger than its limit, numbers and strings cut
+    /// by a part's end, and errors inside a record.
+    #[test]
+    fn a_skimmed_container_is_sketched_as_its_tokens_are() {
+        let budget = 1000;
+        let limit = keep(budget).window / 2;
+        let record = |i: usize| {
+            format!(
+                "{{\"id\":{i},\"name\":\"t\\\"{i}\",\"ok\":{},\"ms\":-{i}.5e1,\"tags\":[\"u\",[],{{}},null]}}",
+                i.is_multiple_of(3)
+            )
+        };
+        let compact: Vec<String> = (0..3_000).map(record).collect();
+        let pretty: Vec<String> = (0..1_500)
+            .map(|i| {
+                let v: serde_json::Value = serde_json::from_str(&record(i)).unwrap();
+                serde_json::to_string_pretty(&v).unwrap()
+            })
+            .collect();
+        let deep = format!("{}1{}", "[".repeat(70), "]".repeat(70));
+        let large = format!("[\"{}\"]", "x".repeat(limit));
+        let wide = format!("[{}0]", "7,".repeat(limit));
+        let mut docs: Vec<String> = vec![
+            format!("{{\"items\":[{}],\"n\":1}}", compact.join(",")),
+            format!("{{\"items\":[\n  {}\n]}}", pretty.join(",\n  ")),
+            format!(
+                "[{},{deep},{large},{}]",
+                compact[..500].join(","),
+                compact[..500].join(", ")
+            ),
+            format!(
+                "[{},{wide},{}]",
+                compact[..500].join(","),
+                compact[..500].join(",")
+            ),
+            format!(
+                "{{\"a\":{{{}}}}}",
+                (0..2_000)
+                    .map(|i| format!("\"k{i}\":{}", record(i)))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        ];
+        // An error inside a record far in, of each kind the skim gives up on.
+        for bad in [
+            "{\"id\":01}",
+            "{\"id\" 1}",
+            "[1,]",
+            "{\"s\":\"a\x01\"}",
+            "[tru]",
+        ] {
+            docs.push(format!("[{},{bad},1]", compact[..2_000].join(",")));
+        }
+        for doc in &docs {
+            let doc = doc.as_bytes();
+            for part in [doc.len(), 4096, 777, 61] {
+                let parts: Vec<&[u8]> = doc.chunks(part).collect();
+                let skimmed = sketched(JsonStage::new(budget), &parts);
+                let mut stage = JsonStage::new(budget);
+                stage.gate.no_skim = true;
+                let tokens = sketched(stage, &parts);
+                assert_eq!(skimmed, tokens, "parts of {part}");
+            }
+        }
+    }
 }

@@ -18,6 +18,9 @@ pub(crate) struct Gate {
     object: bool,
     /// Its member name, taken while the window held it.
     name: Option<Bytes>,
+    /// Every container token by token (tests compare the two ways).
+    #[cfg(test)]
+    pub(crate) no_skim: bool,
 }
 
 /// A [`Builder`] behind its [`Gate`].
@@ -38,6 +41,22 @@ impl<W: Window> Gated<'_, W> {
         }
         g.count += 1;
         true
+    }
+
+    /// How long a quiet container may grow before it is opened.
+    #[inline(always)]
+    fn quiet_limit(&self) -> usize {
+        self.builder.keep.window / 2
+    }
+
+    /// The member name of a quiet container starting now, while the window
+    /// holds it (an array's child has none).
+    #[inline(always)]
+    fn quiet_name(&self) -> Option<Bytes> {
+        match self.builder.stack.last() {
+            Some(f) if f.is_object() => tail_name(&self.builder.window, f),
+            _ => None,
+        }
     }
 
     /// The quiet container grew past its limit: it is opened now, with the
@@ -74,20 +93,16 @@ impl<W: Window> Tokens for Gated<'_, W> {
             // Skimmed without a frame until it grows. Set a field at a
             // time: a whole new `Gate` was built on the stack a byte at a
             // time and read back sixteen at a time, which stalled.
+            let (limit, name) = (self.quiet_limit() as u64, self.quiet_name());
             let g = &mut *self.gate;
             g.level = 1;
             g.start = at;
             g.count = 0;
-            g.limit = (self.builder.keep.window / 2) as u64;
+            g.limit = limit;
             g.object = kind == Kind::Object;
             // Taken when the last quiet container ended or woke.
             debug_assert!(g.name.is_none());
-            // A member's name (an array's child has none).
-            if let Some(f) = self.builder.stack.last() {
-                if f.is_object() {
-                    g.name = tail_name(&self.builder.window, f);
-                }
-            }
+            g.name = name;
             return;
         }
         self.builder.begin(kind, at);
@@ -159,5 +174,28 @@ impl<W: Window> Tokens for Gated<'_, W> {
             }
         }
         self.builder.scalar(raw, at, end);
+    }
+
+    /// A tail-side container no longer than the gate's limit is taken
+    /// whole: the gate would hold back all its events and only count its
+    /// children.
+    #[inline(always)]
+    fn skim_limit(&mut self) -> usize {
+        #[cfg(test)]
+        if self.gate.no_skim {
+            return 0;
+        }
+        if self.gate.level == 0 && self.builder.tail_side_next() {
+            self.quiet_limit()
+        } else {
+            0
+        }
+    }
+
+    /// As the gate ends a quiet container that never woke.
+    #[inline(always)]
+    fn skimmed(&mut self, kind: Kind, at: Offset, end: Offset, count: u64) {
+        let name = self.quiet_name();
+        self.builder.skimmed(kind, at, end, count, name);
     }
 }

@@ -9,6 +9,8 @@
 
 use crate::word;
 
+mod skim;
+
 /// Where a token sits: the raw offset of its first byte.
 pub(crate) type Offset = u64;
 
@@ -43,6 +45,22 @@ pub(crate) trait Tokens {
     /// A number or literal, whole, at `at`; `raw` is `None` when it is longer
     /// than [`MAX_SCALAR`].
     fn scalar(&mut self, raw: Option<&[u8]>, at: Offset, end: Offset);
+    /// How long a container that starts now may be for this sink to take
+    /// it whole, by [`skimmed`](Tokens::skimmed), instead of token by
+    /// token; 0 (the default) for its tokens.
+    #[inline(always)]
+    fn skim_limit(&mut self) -> usize {
+        0
+    }
+    /// A container of `kind` from `at` to `end` (just past its closing
+    /// bracket) read whole, valid, with `count` direct children (an array's
+    /// elements, an object's members): in place of its `begin`, its
+    /// tokens and its `end`, only when [`skim_limit`](Tokens::skim_limit)
+    /// allowed its length.
+    fn skimmed(&mut self, kind: Kind, at: Offset, end: Offset, count: u64) {
+        let _ = (kind, at, end, count);
+        unreachable!("a sink that allows a skim takes it");
+    }
 }
 
 /// Numbers longer than this are scanned but not handed over.
@@ -450,108 +468,127 @@ impl Scanner {
                     // Read here one after another, not a turn each.
                     let (mut b, mut at) = (b, at);
                     loop {
-                        match b {
-                            b'{' => {
-                                self.push(Kind::Object);
-                                sink.begin(Kind::Object, at);
-                                i += 1;
-                                // Its first key, when it follows at once.
-                                state = if i < n && chunk[i] == b'"' {
-                                    key!()
-                                } else {
-                                    State::KeyOrEnd
-                                };
-                            }
-                            b'[' => {
-                                self.push(Kind::Array);
-                                sink.begin(Kind::Array, at);
-                                state = State::ValueOrEnd;
-                                i += 1;
-                            }
-                            b'"' => match whole_string(&chunk[i + 1..]) {
-                                Some(Ok(j)) => {
-                                    let end = i + j + 2;
-                                    sink.string(
-                                        false,
-                                        at,
-                                        &chunk[i + 1..i + 1 + j],
-                                        base + end as u64,
-                                    );
-                                    i = end;
-                                    state = next!();
+                        // A container the sink takes whole: read at once
+                        // when it is small, valid and in this chunk.
+                        let whole = match b {
+                            b'{' | b'[' => match sink.skim_limit() {
+                                0 => None,
+                                limit => skim::skim(&chunk[i..n.min(i.saturating_add(limit))]),
+                            },
+                            _ => None,
+                        };
+                        if let Some((len, count)) = whole {
+                            let kind = if b == b'{' { Kind::Object } else { Kind::Array };
+                            i += len;
+                            sink.skimmed(kind, at, base + i as u64, count);
+                            state = next!();
+                        } else {
+                            match b {
+                                b'{' => {
+                                    self.push(Kind::Object);
+                                    sink.begin(Kind::Object, at);
+                                    i += 1;
+                                    // Its first key, when it follows at once.
+                                    state = if i < n && chunk[i] == b'"' {
+                                        key!()
+                                    } else {
+                                        State::KeyOrEnd
+                                    };
                                 }
-                                Some(Err(k)) => fail!(i + 1 + k),
-                                None => {
-                                    self.key = false;
-                                    sink.str_begin(false, at);
-                                    state = State::Str;
+                                b'[' => {
+                                    self.push(Kind::Array);
+                                    sink.begin(Kind::Array, at);
+                                    state = State::ValueOrEnd;
                                     i += 1;
                                 }
-                            },
-                            b'-' | b'0'..=b'9' => {
-                                // A whole number inside the chunk: no state.
-                                let num = match b {
-                                    b'-' => Num::Minus,
-                                    b'0' => Num::Zero,
-                                    _ => Num::Int,
-                                };
-                                let start = i;
-                                i += 1;
-                                if num == Num::Int {
-                                    while i < n && chunk[i].is_ascii_digit() {
+                                b'"' => match whole_string(&chunk[i + 1..]) {
+                                    Some(Ok(j)) => {
+                                        let end = i + j + 2;
+                                        sink.string(
+                                            false,
+                                            at,
+                                            &chunk[i + 1..i + 1 + j],
+                                            base + end as u64,
+                                        );
+                                        i = end;
+                                        state = next!();
+                                    }
+                                    Some(Err(k)) => fail!(i + 1 + k),
+                                    None => {
+                                        self.key = false;
+                                        sink.str_begin(false, at);
+                                        state = State::Str;
+                                        i += 1;
+                                    }
+                                },
+                                b'-' | b'0'..=b'9' => {
+                                    // A whole number inside the chunk: no state.
+                                    let num = match b {
+                                        b'-' => Num::Minus,
+                                        b'0' => Num::Zero,
+                                        _ => Num::Int,
+                                    };
+                                    let start = i;
+                                    i += 1;
+                                    if num == Num::Int {
+                                        while i < n && chunk[i].is_ascii_digit() {
+                                            i += 1;
+                                        }
+                                    }
+                                    let (num, took) = num.run(&chunk[i..]);
+                                    i += took;
+                                    if i == n {
+                                        // It goes on past this chunk.
+                                        self.scalar.clear();
+                                        self.scalar_long = false;
+                                        self.scalar_at = at;
+                                        self.take_scalar(&chunk[start..i]);
+                                        state = State::Num(num);
+                                        break;
+                                    }
+                                    if !num.complete() {
+                                        fail!(i);
+                                    }
+                                    let raw = &chunk[start..i];
+                                    sink.scalar(
+                                        (raw.len() <= MAX_SCALAR).then_some(raw),
+                                        at,
+                                        base + i as u64,
+                                    );
+                                    state = next!();
+                                }
+                                b't' | b'f' | b'n' => {
+                                    let word: &'static [u8] = match b {
+                                        b't' => b"true",
+                                        b'f' => b"false",
+                                        _ => b"null",
+                                    };
+                                    let rest = &chunk[i..];
+                                    if rest.len() >= word.len() {
+                                        if &rest[..word.len()] != word {
+                                            let k = rest.iter().zip(word).position(|(a, b)| a != b);
+                                            fail!(i + k.unwrap_or(0));
+                                        }
+                                        i += word.len();
+                                        sink.scalar(Some(word), at, base + i as u64);
+                                        state = next!();
+                                    } else {
+                                        self.scalar_at = at;
+                                        state = State::Lit(word, 1);
                                         i += 1;
                                     }
                                 }
-                                let (num, took) = num.run(&chunk[i..]);
-                                i += took;
-                                if i == n {
-                                    // It goes on past this chunk.
-                                    self.scalar.clear();
-                                    self.scalar_long = false;
-                                    self.scalar_at = at;
-                                    self.take_scalar(&chunk[start..i]);
-                                    state = State::Num(num);
-                                    break;
-                                }
-                                if !num.complete() {
-                                    fail!(i);
-                                }
-                                let raw = &chunk[start..i];
-                                sink.scalar(
-                                    (raw.len() <= MAX_SCALAR).then_some(raw),
-                                    at,
-                                    base + i as u64,
-                                );
-                                state = next!();
+                                _ => fail!(i),
                             }
-                            b't' | b'f' | b'n' => {
-                                let word: &'static [u8] = match b {
-                                    b't' => b"true",
-                                    b'f' => b"false",
-                                    _ => b"null",
-                                };
-                                let rest = &chunk[i..];
-                                if rest.len() >= word.len() {
-                                    if &rest[..word.len()] != word {
-                                        let k = rest.iter().zip(word).position(|(a, b)| a != b);
-                                        fail!(i + k.unwrap_or(0));
-                                    }
-                                    i += word.len();
-                                    sink.scalar(Some(word), at, base + i as u64);
-                                    state = next!();
-                                } else {
-                                    self.scalar_at = at;
-                                    state = State::Lit(word, 1);
-                                    i += 1;
-                                }
-                            }
-                            _ => fail!(i),
                         }
                         if !matches!(state, State::Value) || i == n {
                             break;
                         }
                         b = chunk[i];
-                        if !matches!(b, b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n') {
+                        if !matches!(
+                            b,
+                            b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n' | b'{' | b'['
+                        ) {
                             break;
                         }
                         at = base + i as u64;
