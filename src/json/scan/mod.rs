@@ -181,6 +181,8 @@ pub(crate) struct Scanner {
     scalar_long: bool,
     /// Whether a whole value has been read at depth 0.
     done: bool,
+    /// The lengths of the last skimmed container's strings.
+    memo: skim::Memo,
     error: Option<NotJson>,
 }
 
@@ -201,6 +203,7 @@ impl Scanner {
             scalar_at: 0,
             scalar_long: false,
             done: false,
+            memo: skim::Memo::default(),
             error: None,
         }
     }
@@ -473,7 +476,10 @@ impl Scanner {
                         let whole = match b {
                             b'{' | b'[' => match sink.skim_limit() {
                                 0 => None,
-                                limit => skim::skim(&chunk[i..n.min(i.saturating_add(limit))]),
+                                limit => skim::skim(
+                                    &chunk[i..n.min(i.saturating_add(limit))],
+                                    &mut self.memo,
+                                ),
                             },
                             _ => None,
                         };
@@ -748,7 +754,15 @@ fn is_special(b: u8) -> bool {
 /// byte.
 #[inline(always)]
 fn special_in_word(w: u64) -> Option<usize> {
-    word::first(word::below(w, 0x20) | word::equal(w, b'"') | word::equal(w, b'\\'))
+    word::first(special_marks(w))
+}
+
+/// The special bytes of `word` marked by their high bits, as
+/// [`word::below`] marks them: the lowest mark is sure, and a byte below
+/// the lowest special byte is never marked.
+#[inline(always)]
+fn special_marks(w: u64) -> u64 {
+    word::below(w, 0x20) | word::equal(w, b'"') | word::equal(w, b'\\')
 }
 
 /// A string's content that ends in this chunk: `Ok(len)` (the closing quote

@@ -14,16 +14,86 @@
 //!
 //! [`Tokens::skim_limit`]: super::Tokens::skim_limit
 
-use super::{is_ws, whole_string, Num};
+use super::{is_ws, special_marks, whole_string, Num};
+use crate::word::le_word;
 
 /// The deepest nesting the skim reads (a bit a level in one word).
 const MAX_DEPTH: u32 = 64;
+
+/// The lengths of the strings of the last container skimmed, in order.
+///
+/// A long array's records most often have the same members with strings
+/// of the same lengths. A string whose length is found by a search holds up
+/// everything after it until the search ends; one whose length is guessed
+/// from the record before it, and checked, does not (the check waits on
+/// nothing the rest of the record needs, and is most often right). Only
+/// speed depends on the memo: each guess is checked whole.
+#[derive(Clone)]
+pub(super) struct Memo([u8; MEMO]);
+
+/// How many of a container's strings the memo keeps.
+const MEMO: usize = 32;
+
+/// Not known (a length the memo does not keep).
+const UNKNOWN: u8 = u8::MAX;
+
+impl Default for Memo {
+    fn default() -> Self {
+        Memo([UNKNOWN; MEMO])
+    }
+}
+
+impl Memo {
+    /// The length of the string at `at` in `s` (just past its opening
+    /// quote), the container's `k`th: as [`whole_string`] finds it, but
+    /// guessed first from the last container's `k`th string.
+    #[inline(always)]
+    fn string(&mut self, s: &[u8], at: usize, k: usize) -> Option<usize> {
+        if let Some(&guess) = self.0.get(k) {
+            if guess != UNKNOWN && plain_string(s, at, usize::from(guess)) {
+                return Some(usize::from(guess));
+            }
+        }
+        let len = whole_string(s.get(at..)?)?.ok()?;
+        if let Some(slot) = self.0.get_mut(k) {
+            *slot = u8::try_from(len).unwrap_or(UNKNOWN);
+        }
+        Some(len)
+    }
+}
+
+/// Whether the `len` bytes of `s` from `at` hold no quote, backslash or
+/// control byte, and a quote follows them: a string's content of `len`
+/// bytes, escapes none.
+#[inline(always)]
+fn plain_string(s: &[u8], at: usize, len: usize) -> bool {
+    let end = at + len;
+    if s.get(end) != Some(&b'"') {
+        return false;
+    }
+    if len < 8 {
+        // One word, its bytes past the string's not looked at (a byte is
+        // marked only at or above a special byte: see `special_marks`).
+        let Some(w) = s.get(at..at + 8) else {
+            return false;
+        };
+        return special_marks(le_word(w)) & ((1u64 << (8 * len)) - 1) == 0;
+    }
+    let mut k = at;
+    while k + 8 < end {
+        if special_marks(le_word(&s[k..k + 8])) != 0 {
+            return false;
+        }
+        k += 8;
+    }
+    special_marks(le_word(&s[end - 8..end])) == 0
+}
 
 /// Reads the container that starts `s` (at its `[` or `{`), valid JSON and
 /// ending within `s`: the offset just past its end, and how many direct
 /// children it has (an array's elements, an object's members). `None` when
 /// it is not one the skim reads whole (see the module's docs).
-pub(super) fn skim(s: &[u8]) -> Option<(usize, u64)> {
+pub(super) fn skim(s: &[u8], memo: &mut Memo) -> Option<(usize, u64)> {
     // One bit a level, the innermost lowest: set for an object.
     let mut objects: u64 = match s.first()? {
         b'{' => 1,
@@ -33,6 +103,8 @@ pub(super) fn skim(s: &[u8]) -> Option<(usize, u64)> {
     let mut depth: u32 = 1;
     let mut count: u64 = 0;
     let mut i = 1;
+    // Strings so far (keys too).
+    let mut strings = 0;
     // Just past an opening bracket: its end, or its first child.
     let mut opened = true;
     loop {
@@ -62,7 +134,8 @@ pub(super) fn skim(s: &[u8]) -> Option<(usize, u64)> {
             if s[i] != b'"' {
                 return None;
             }
-            let j = whole_string(s.get(i + 1..)?)?.ok()?;
+            let j = memo.string(s, i + 1, strings)?;
+            strings += 1;
             i = skip_ws(s, i + j + 2)?;
             if s[i] != b':' {
                 return None;
@@ -82,7 +155,8 @@ pub(super) fn skim(s: &[u8]) -> Option<(usize, u64)> {
                 continue;
             }
             b'"' => {
-                let j = whole_string(s.get(i + 1..)?)?.ok()?;
+                let j = memo.string(s, i + 1, strings)?;
+                strings += 1;
                 i += j + 2;
             }
             b'-' | b'0'..=b'9' => {
@@ -105,17 +179,10 @@ pub(super) fn skim(s: &[u8]) -> Option<(usize, u64)> {
                     return None;
                 }
             }
-            b't' | b'f' | b'n' => {
-                let word: &[u8] = match s[i] {
-                    b't' => b"true",
-                    b'f' => b"false",
-                    _ => b"null",
-                };
-                if !s[i..].starts_with(word) {
-                    return None;
-                }
-                i += word.len();
-            }
+            // Compared as words of a known length, not by a call.
+            b't' if s.get(i..i + 4) == Some(b"true") => i += 4,
+            b'f' if s.get(i..i + 5) == Some(b"false") => i += 5,
+            b'n' if s.get(i..i + 4) == Some(b"null") => i += 4,
             _ => return None,
         }
         i = after_value(s, i, &mut objects, &mut depth, &mut opened)?;
@@ -177,8 +244,24 @@ fn skip_ws(s: &[u8], mut i: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::super::{Kind, Offset, Scanner, Tokens};
-    use super::skim;
+    use super::Memo;
     use proptest::prelude::*;
+
+    /// The skim with a fresh memo, checked against the skim with a memo
+    /// of itself (every guess right) and of another document.
+    fn skim(s: &[u8]) -> Option<(usize, u64)> {
+        let fresh = super::skim(s, &mut Memo::default());
+        let mut memo = Memo::default();
+        let _ = super::skim(s, &mut memo);
+        assert_eq!(super::skim(s, &mut memo), fresh, "guessed from itself");
+        let mut other = Memo::default();
+        let _ = super::skim(
+            br#"{"a":"","bb":"0123456789abcdef0","c":["x","yyyyyyyy",""]}"#,
+            &mut other,
+        );
+        assert_eq!(super::skim(s, &mut other), fresh, "guessed from another");
+        fresh
+    }
 
     /// The token-by-token path's reading of a whole document: whether it
     /// is one, and its top container's direct children.
@@ -224,6 +307,15 @@ mod tests {
     }
 
     fn value() -> impl Strategy<Value = serde_json::Value> {
+        value_of(".{0,12}")
+    }
+
+    /// Strings with no byte serde_json escapes, structural bytes among
+    /// them, some longer than the memo's guesses.
+    const PLAIN: &str = "[a-z0-9 ,:{}\\[\\]\u{e9}]{0,300}";
+
+    /// Values whose strings match `text`.
+    fn value_of(text: &'static str) -> impl Strategy<Value = serde_json::Value> {
         use serde_json::Value;
         let leaf = prop_oneof![
             Just(Value::Null),
@@ -232,37 +324,35 @@ mod tests {
             any::<f64>()
                 .prop_filter("finite", |f| f.is_finite())
                 .prop_map(Value::from),
-            ".{0,12}".prop_map(Value::String),
+            text.prop_map(Value::String),
         ];
-        leaf.prop_recursive(6, 48, 6, |inner| {
+        leaf.prop_recursive(6, 48, 6, move |inner| {
             prop_oneof![
                 proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-                proptest::collection::btree_map(".{0,6}", inner, 0..6)
+                proptest::collection::btree_map(text, inner, 0..6)
                     .prop_map(|m| Value::Object(m.into_iter().collect())),
             ]
         })
     }
 
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(3000))]
-
-        /// What the skim takes is a container the token-by-token path
-        /// takes, ending where it says, with as many children: containers
-        /// serde_json writes with a few bytes changed, dropped or added
-        /// (JSON's own bytes), and near-JSON made of JSON's bytes.
-        #[test]
-        fn a_skim_takes_only_what_the_tokenizer_takes(
-            input in proptest::prop_oneof![
-                (
-                    value(),
-                    any::<bool>(),
-                    proptest::collection::vec(
-                        (any::<proptest::sample::Index>(), 0..3u8, proptest::sample::select(
-                            b"{}[],:\"\\ \n\x01a0-.eE+tfnul9".to_vec(),
-                        )),
-                        1..4,
+    /// Containers serde_json writes (strings matching `text`) with a few
+    /// bytes changed, dropped or added (JSON's own bytes), and near-JSON
+    /// made of JSON's bytes.
+    fn near_json(text: &'static str) -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            (
+                value_of(text),
+                any::<bool>(),
+                proptest::collection::vec(
+                    (
+                        any::<proptest::sample::Index>(),
+                        0..3u8,
+                        proptest::sample::select(b"{}[],:\"\\ \n\x01a0-.eE+tfnul9".to_vec(),)
                     ),
-                ).prop_map(|(v, pretty, edits)| {
+                    1..4,
+                ),
+            )
+                .prop_map(|(v, pretty, edits)| {
                     let mut doc = if pretty {
                         serde_json::to_vec_pretty(&v).unwrap()
                     } else {
@@ -280,14 +370,39 @@ mod tests {
                     }
                     doc
                 }),
-                proptest::collection::vec(
-                    proptest::sample::select(vec![
-                        &b"{"[..], b"}", b"[", b"]", b",", b":", b"\"k\"", b"\"v\\n\"",
-                        b"12", b"-0.5e3", b"true", b"null", b" ", b"\"\\u00e9\"",
-                    ]),
-                    0..30,
-                ).prop_map(|parts| parts.concat()),
-            ]
+            proptest::collection::vec(
+                proptest::sample::select(vec![
+                    &b"{"[..],
+                    b"}",
+                    b"[",
+                    b"]",
+                    b",",
+                    b":",
+                    b"\"k\"",
+                    b"\"v\\n\"",
+                    b"12",
+                    b"-0.5e3",
+                    b"true",
+                    b"null",
+                    b" ",
+                    b"\"\\u00e9\"",
+                ]),
+                0..30,
+            )
+            .prop_map(|parts| parts.concat()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// What the skim takes is a container the token-by-token path
+        /// takes, ending where it says, with as many children: containers
+        /// serde_json writes with a few bytes changed, dropped or added
+        /// (JSON's own bytes), and near-JSON made of JSON's bytes.
+        #[test]
+        fn a_skim_takes_only_what_the_tokenizer_takes(
+            input in prop_oneof![near_json(".{0,12}"), near_json(PLAIN)],
         ) {
             let Some((len, count)) = skim(&input) else {
                 return Ok(());
@@ -385,6 +500,67 @@ mod tests {
             run(11, 12)
         );
         assert_eq!(run(0, doc.len()).matches("begin@").count(), 5);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// A memo of one container makes the skim of the next no
+        /// different, whatever it guesses: strings of lengths one off,
+        /// special bytes where a guess ends, strings cut short.
+        #[test]
+        fn a_guessed_length_never_changes_a_skim(
+            a in near_json(PLAIN),
+            b in prop_oneof![near_json(PLAIN), near_json(".{0,12}")],
+        ) {
+            let mut memo = Memo::default();
+            let _ = super::skim(&a, &mut memo);
+            let fresh = super::skim(&b, &mut Memo::default());
+            prop_assert_eq!(super::skim(&b, &mut memo), fresh);
+        }
+    }
+
+    #[test]
+    fn a_guess_is_taken_only_when_the_string_has_that_length() {
+        // Guesses from a container of strings of 0 to 40 bytes, then the
+        // same places holding one byte more, one less, or one string a
+        // quote, a backslash or a control byte at one place: each read as
+        // a search reads it.
+        let strings = |f: &dyn Fn(usize) -> String| {
+            let items: Vec<String> = (0..40).map(|n| format!("\"{}\"", f(n))).collect();
+            format!("[{}]", items.join(","))
+        };
+        let mut memo = Memo::default();
+        let base = strings(&|n| "a".repeat(n));
+        assert_eq!(
+            super::skim(base.as_bytes(), &mut memo),
+            Some((base.len(), 40))
+        );
+        let mut others = vec![
+            strings(&|n| "b".repeat(n + 1)),
+            strings(&|n| "c".repeat(n.saturating_sub(1))),
+        ];
+        for bad in ["\\\"", "\"", "\u{1}"] {
+            for one in 1..40 {
+                for at in 0..one {
+                    others.push(strings(&|n| {
+                        let mut s = "a".repeat(n);
+                        if n == one {
+                            s.replace_range(at..at + 1, bad);
+                        }
+                        s
+                    }));
+                }
+            }
+        }
+        for doc in &others {
+            let mut trained = memo.clone();
+            assert_eq!(
+                super::skim(doc.as_bytes(), &mut trained),
+                super::skim(doc.as_bytes(), &mut Memo::default()),
+                "{doc}"
+            );
+        }
     }
 
     #[test]
