@@ -5,7 +5,9 @@
 //! It checks the grammar (not UTF-8: the stage's measure does that) and
 //! reports each token to a [`Tokens`] with its byte offsets. A string's raw
 //! content (escapes as written) comes in parts, so a string of any length
-//! costs nothing to scan. Nesting of any depth costs one bit a level.
+//! costs nothing to scan. Nesting of any depth costs one bit a level. A
+//! small container whose tokens the sink would only count is read whole
+//! in one pass when the sink allows it ([`Tokens::skim_limit`], `skim.rs`).
 
 use crate::word;
 
@@ -146,6 +148,27 @@ impl Num {
             (Num::Exp | Num::ExpSign | Num::ExpDigits, b'0'..=b'9') => Num::ExpDigits,
             _ => return None,
         })
+    }
+
+    /// Reads the number that starts `s` (at its `-` or first digit) as far
+    /// as `s` goes: the state reached and how many bytes it took. Its
+    /// integer digits are read by a loop of their own (the common number
+    /// has nothing else).
+    #[inline(always)]
+    fn read(s: &[u8]) -> (Num, usize) {
+        let num = match s[0] {
+            b'-' => Num::Minus,
+            b'0' => Num::Zero,
+            _ => Num::Int,
+        };
+        let mut i = 1;
+        if num == Num::Int {
+            while i < s.len() && s[i].is_ascii_digit() {
+                i += 1;
+            }
+        }
+        let (num, took) = num.run(&s[i..]);
+        (num, i + took)
     }
 
     /// Steps through as much of `bytes` as the number takes: the state
@@ -529,19 +552,8 @@ impl Scanner {
                                 },
                                 b'-' | b'0'..=b'9' => {
                                     // A whole number inside the chunk: no state.
-                                    let num = match b {
-                                        b'-' => Num::Minus,
-                                        b'0' => Num::Zero,
-                                        _ => Num::Int,
-                                    };
                                     let start = i;
-                                    i += 1;
-                                    if num == Num::Int {
-                                        while i < n && chunk[i].is_ascii_digit() {
-                                            i += 1;
-                                        }
-                                    }
-                                    let (num, took) = num.run(&chunk[i..]);
+                                    let (num, took) = Num::read(&chunk[i..]);
                                     i += took;
                                     if i == n {
                                         // It goes on past this chunk.

@@ -160,18 +160,7 @@ pub(super) fn skim(s: &[u8], memo: &mut Memo) -> Option<(usize, u64)> {
                 i += j + 2;
             }
             b'-' | b'0'..=b'9' => {
-                let num = match s[i] {
-                    b'-' => Num::Minus,
-                    b'0' => Num::Zero,
-                    _ => Num::Int,
-                };
-                i += 1;
-                if num == Num::Int {
-                    while i < s.len() && s[i].is_ascii_digit() {
-                        i += 1;
-                    }
-                }
-                let (num, took) = num.run(&s[i..]);
+                let (num, took) = Num::read(&s[i..]);
                 i += took;
                 // (One that reaches the end of `s`, which may go on past
                 // it, has nothing after it: see `after_value`.)
