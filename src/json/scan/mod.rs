@@ -392,10 +392,8 @@ impl Scanner {
                     State::Escape => {
                         let b = chunk[i];
                         match b {
-                            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
-                                state = State::Str
-                            }
                             b'u' => state = State::Unicode(4),
+                            b if short_escape(b) => state = State::Str,
                             _ => fail!(i),
                         }
                         sink.str_part(&chunk[i..=i]);
@@ -662,8 +660,7 @@ impl Scanner {
                                 if !matches!(state, State::After) || i == n || self.depth == 0 {
                                     break;
                                 }
-                                let closer = if self.top_is_object() { b'}' } else { b']' };
-                                if chunk[i] != closer {
+                                if chunk[i] != closer(self.top_is_object()) {
                                     break;
                                 }
                                 at = base + i as u64;
@@ -846,13 +843,30 @@ fn past_escapes(s: &[u8], mut j: usize) -> Content {
 /// `\uXXXX`; `None` when `s` does not hold it whole, or it is wrong.
 #[inline(always)]
 fn escape_len(s: &[u8]) -> Option<usize> {
-    match s.get(1)? {
-        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(2),
+    match *s.get(1)? {
+        b if short_escape(b) => Some(2),
         b'u' => s
             .get(2..6)
             .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
             .map(|_| 6),
         _ => None,
+    }
+}
+
+/// Whether `\b` (the byte after a backslash) makes a whole escape of two
+/// bytes; `\u` takes four hex digits more, and any other is not JSON.
+#[inline(always)]
+fn short_escape(b: u8) -> bool {
+    matches!(b, b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't')
+}
+
+/// The byte that ends an object, or an array.
+#[inline(always)]
+fn closer(object: bool) -> u8 {
+    if object {
+        b'}'
+    } else {
+        b']'
     }
 }
 

@@ -14,7 +14,7 @@
 //!
 //! [`Tokens::skim_limit`]: super::Tokens::skim_limit
 
-use super::{is_ws, special_marks, whole_string, Num};
+use super::{closer, is_ws, special_marks, whole_string, Num};
 use crate::word::le_word;
 
 /// The deepest nesting the skim reads (a bit a level in one word).
@@ -207,16 +207,6 @@ fn after_value(
         if *depth == 0 {
             return Some(i);
         }
-    }
-}
-
-/// The byte that ends an object, or an array.
-#[inline(always)]
-fn closer(object: bool) -> u8 {
-    if object {
-        b'}'
-    } else {
-        b']'
     }
 }
 

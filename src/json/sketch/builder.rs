@@ -569,7 +569,9 @@ impl<W: Window> Builder<W> {
 
     /// A container skimmed from `start` to `end` with `count` children,
     /// never opened: a span when the window holds it, else its kind and
-    /// count with every child in the gap.
+    /// count with every child in the gap, and its member name: `name`
+    /// (taken when it started, which the window may have lost since), else
+    /// the window's.
     #[inline]
     pub(super) fn skimmed(
         &mut self,
@@ -590,7 +592,9 @@ impl<W: Window> Builder<W> {
             });
             return;
         }
-        let key = key.or(name);
+        let key = key
+            .or(name)
+            .or_else(|| tail_name(&self.window, self.stack.last()?));
         let mut gap = Gap::default();
         if count > 0 {
             gap = Gap {

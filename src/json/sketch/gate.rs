@@ -192,10 +192,11 @@ impl<W: Window> Tokens for Gated<'_, W> {
         }
     }
 
-    /// As the gate ends a quiet container that never woke.
+    /// As the gate ends a quiet container that never woke; its member name
+    /// is still where the window holds it (no copy the builder would not
+    /// use: a skimmed container is most often a span of the window).
     #[inline(always)]
     fn skimmed(&mut self, kind: Kind, at: Offset, end: Offset, count: u64) {
-        let name = self.quiet_name();
-        self.builder.skimmed(kind, at, end, count, name);
+        self.builder.skimmed(kind, at, end, count, None);
     }
 }
